@@ -1,0 +1,91 @@
+// Package cluster is the system under test: one broker of the embedded
+// Kafka-protocol replicated log. It composes the wire front (cluster/wire),
+// partition replicas (cluster/replica) on the segmented log (cluster/storage),
+// and the metadata the brokers agree on.
+package cluster
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"gregor/cluster/replica"
+	"gregor/cluster/storage"
+)
+
+// Config is one broker's configuration. Names follow Kafka's where one exists.
+type Config struct {
+	NodeID int32
+	// Listen is the Kafka listener address; Advertise the host:port clients
+	// are told to use (defaults to Listen).
+	Listen    string
+	Advertise string
+	DataDir   string
+	ClusterID string
+
+	AutoCreateTopics  bool  // auto.create.topics.enable
+	DefaultPartitions int32 // num.partitions
+	DefaultRF         int16 // default.replication.factor
+	MinISR            int   // min.insync.replicas (broker default)
+	Unclean           bool  // unclean.leader.election.enable (broker default)
+
+	Storage storage.Options
+
+	ReplicaLagMax       time.Duration // replica.lag.time.max.ms
+	HWCheckpointEvery   time.Duration // replica.high.watermark.checkpoint.interval.ms
+	RetentionCheckEvery time.Duration // log.retention.check.interval.ms
+
+	Bugs replica.Bugs
+
+	MaxRequestBytes int
+	Logger          *slog.Logger
+}
+
+// Defaults fills unset fields with Kafka's defaults (shortened where a test
+// harness needs faster reactions, as noted).
+func (c *Config) Defaults() {
+	if c.Advertise == "" {
+		c.Advertise = c.Listen
+	}
+	if c.ClusterID == "" {
+		c.ClusterID = "gregor"
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.DefaultRF <= 0 {
+		c.DefaultRF = 1
+	}
+	if c.MinISR <= 0 {
+		c.MinISR = 1
+	}
+	if c.ReplicaLagMax <= 0 {
+		c.ReplicaLagMax = 30 * time.Second
+	}
+	if c.HWCheckpointEvery <= 0 {
+		c.HWCheckpointEvery = 5 * time.Second
+	}
+	if c.RetentionCheckEvery <= 0 {
+		c.RetentionCheckEvery = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate refuses impossible configurations with the fix in the message.
+func (c *Config) Validate() error {
+	if c.NodeID < 0 {
+		return fmt.Errorf("node id %d: give a non-negative --node-id", c.NodeID)
+	}
+	if c.Listen == "" {
+		return fmt.Errorf("no listen address: give --listen host:port")
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("no data directory: give --data DIR")
+	}
+	if c.MinISR > int(c.DefaultRF) && c.DefaultRF > 0 && c.AutoCreateTopics {
+		return fmt.Errorf("min.insync.replicas %d > default replication factor %d: auto-created topics could never take acks=all writes; lower --min-isr or raise --default-rf", c.MinISR, c.DefaultRF)
+	}
+	return nil
+}

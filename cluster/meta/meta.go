@@ -1,0 +1,95 @@
+// Package meta holds the broker's view of cluster metadata: brokers, topics,
+// partitions with their leader, leader epoch and ISR. The wire layer answers
+// Metadata requests from it and the broker turns its changes into replica
+// roles. An Image is immutable once published: readers never lock.
+package meta
+
+import (
+	"sort"
+)
+
+// NoLeader marks an offline partition (no live replica may lead it).
+const NoLeader int32 = -1
+
+// Broker is one registered broker.
+type Broker struct {
+	ID     int32
+	Host   string
+	Port   int32
+	Fenced bool // missed its session; not a candidate for leadership
+}
+
+// Partition is the replicated state of one partition.
+//
+// Invariant: ISR ⊆ Replicas and ISR non-empty.
+// Invariant: Leader == NoLeader or Leader ∈ ISR.
+type Partition struct {
+	Topic          string
+	Index          int32
+	Replicas       []int32
+	ISR            []int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+// Topic is a topic with its partitions (index i at Partitions[i]).
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Configs    map[string]string
+	Partitions []Partition
+	Internal   bool
+}
+
+// Image is one published version of the metadata.
+type Image struct {
+	Version      uint64
+	ControllerID int32
+	Brokers      map[int32]Broker
+	Topics       map[string]*Topic
+}
+
+// Empty returns an image with no brokers or topics.
+func Empty() *Image {
+	return &Image{ControllerID: -1, Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}}
+}
+
+// TopicByID finds a topic by its UUID.
+func (im *Image) TopicByID(id [16]byte) *Topic {
+	for _, t := range im.Topics {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// SortedTopics returns topic names in order, for stable output.
+func (im *Image) SortedTopics() []string {
+	names := make([]string, 0, len(im.Topics))
+	for n := range im.Topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Contains reports whether id is in ids.
+func Contains(ids []int32, id int32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Config keys understood per topic (Kafka's names) and their broker defaults.
+const (
+	ConfigMinISR        = "min.insync.replicas"
+	ConfigUnclean       = "unclean.leader.election.enable"
+	ConfigRetentionMs   = "retention.ms"
+	ConfigRetentionSize = "retention.bytes"
+	ConfigSegmentBytes  = "segment.bytes"
+)

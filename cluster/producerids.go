@@ -1,0 +1,57 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// producerIDBlock is how many ids are reserved on disk at a time: a restart
+// skips the rest of a block, never reuses an id.
+const producerIDBlock = 1000
+
+// producerIDs hands out producer ids unique across the cluster and across
+// restarts: the node id in the high bits keeps brokers apart, and a block
+// reserved on disk before use keeps one broker's restarts apart.
+type producerIDs struct {
+	mu   sync.Mutex
+	path string
+	node int64
+	// Invariant: next < limit, and limit is durably reserved.
+	next, limit int64
+}
+
+func openProducerIDs(dir string, node int32) (*producerIDs, error) {
+	p := &producerIDs{path: filepath.Join(dir, "producer-id-block"), node: int64(node)}
+	b, err := os.ReadFile(p.path)
+	switch {
+	case err == nil:
+		v, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if perr != nil {
+			return nil, fmt.Errorf("reading %s: %w (delete it to restart producer ids at a fresh block)", p.path, perr)
+		}
+		p.next, p.limit = v, v
+	case os.IsNotExist(err):
+	default:
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *producerIDs) allocate() (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.next >= p.limit {
+		limit := p.limit + producerIDBlock
+		if err := writeFileAtomic(p.path, []byte(strconv.FormatInt(limit, 10))); err != nil {
+			return 0, err
+		}
+		p.next, p.limit = p.limit, limit
+	}
+	id := p.node<<40 | p.next
+	p.next++
+	return id, nil
+}

@@ -1,0 +1,485 @@
+// Package replica holds the state of one partition replica on one broker:
+// its log, its role (leader or follower) under a leader epoch, the ISR as the
+// controller last published it, the high watermark, and on a leader each
+// follower's fetch progress. It decides when an acks=all produce is
+// acknowledged, what a consumer may read, and when the ISR must shrink or
+// grow; the controller carries out ISR changes (AlterPartition).
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/cluster/meta"
+	"gregor/cluster/producer"
+	"gregor/cluster/storage"
+)
+
+// Bugs are planted bugs (DESIGN section 6), each off by default. The harness
+// must catch each one as a failed run.
+type Bugs struct {
+	// AckBeforeISR answers acks=all once the leader has appended, before the
+	// ISR has the batch.
+	AckBeforeISR bool
+	// HWPastLaggingISR advances the HW to the leader's LEO, ignoring ISR
+	// members that have not fetched that far.
+	HWPastLaggingISR bool
+	// TruncateToHW makes a follower truncate to its own HW when it starts
+	// following, instead of asking the leader by leader epoch (pre-KIP-101).
+	TruncateToHW bool
+	// SkipMinISR accepts acks=all writes whatever the ISR size.
+	SkipMinISR bool
+}
+
+// Config is what every partition on a broker shares.
+type Config struct {
+	NodeID int32
+	// ReplicaLagMax is replica.lag.time.max.ms: a follower that has not been
+	// caught up to the leader's LEO for this long leaves the ISR.
+	ReplicaLagMax time.Duration
+	Bugs          Bugs
+	Logger        *slog.Logger
+	// AlterISR asks the controller to set the ISR; the result comes back as a
+	// metadata update (Update). Called without the partition lock held, on
+	// its own goroutine. Nil on a single broker.
+	AlterISR func(ctx context.Context, p meta.Partition, newISR []int32)
+	// Now is the clock; tests may replace it.
+	Now func() time.Time
+}
+
+type follower struct {
+	// leo is the follower's log end offset: the offset it last fetched from.
+	leo int64
+	// lastFetch is when it last fetched; leaderLEOAtLastFetch the leader's
+	// LEO then. A follower is caught up at a fetch if it fetched from the
+	// leader's LEO of that moment, or of its previous fetch (Kafka's rule:
+	// a follower that keeps up with a moving LEO is never "behind").
+	lastFetch            time.Time
+	leaderLEOAtLastFetch int64
+	lastCaughtUp         time.Time
+}
+
+// Partition is one replica of one partition.
+type Partition struct {
+	Topic string
+	Index int32
+	cfg   *Config
+
+	mu  sync.Mutex
+	log *storage.Log
+	// state is the partition as the controller last published it.
+	state meta.Partition
+	// minISR is the topic's min.insync.replicas.
+	minISR int
+	// Invariant: hw <= log.LEO(). On the leader hw never decreases while it
+	// stays leader in one epoch.
+	hw int64
+	// followers is the leader's view of each other replica (nil on followers).
+	followers map[int32]*follower
+	// pendingISR is an ISR the leader has asked for and not yet seen
+	// published. While an expansion is pending the HW counts the new member
+	// too (Kafka's "maximal ISR"), so it can only be more conservative.
+	pendingISR []int32
+	producers  *producer.State
+	// changed is closed (and replaced) whenever LEO, HW or the role changes:
+	// one channel shared by every waiter, so waiting allocates nothing per
+	// waiter and nothing piles up while no change happens.
+	changed chan struct{}
+	closed  bool
+}
+
+// Open opens the partition's log and rebuilds its derived state.
+func Open(cfg *Config, topic string, index int32, log *storage.Log) (*Partition, error) {
+	p := &Partition{Topic: topic, Index: index, cfg: cfg, log: log, minISR: 1, changed: make(chan struct{})}
+	p.state = meta.Partition{Topic: topic, Index: index, Leader: meta.NoLeader, LeaderEpoch: -1}
+	p.hw = log.RecoveredHW()
+	if err := p.rebuildProducers(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Partition) rebuildProducers() error {
+	p.producers = producer.New()
+	return p.log.ScanBatches(p.log.StartOffset(), func(h storage.BatchHeader) bool {
+		p.producers.Record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, h.BaseOffset, h.LastOffset())
+		return true
+	})
+}
+
+func (p *Partition) now() time.Time {
+	if p.cfg.Now != nil {
+		return p.cfg.Now()
+	}
+	return time.Now()
+}
+
+func (p *Partition) logger() *slog.Logger {
+	l := p.cfg.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return l.With("topic", p.Topic, "partition", p.Index)
+}
+
+// wake releases everyone waiting for a change. Caller holds mu.
+func (p *Partition) wake() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// watch returns a channel closed at the next change. Caller holds mu.
+func (p *Partition) watch() <-chan struct{} { return p.changed }
+
+// Watch returns a channel closed at the next change of LEO, HW or role, for
+// fetch long polls spanning several partitions.
+func (p *Partition) Watch() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.watch()
+}
+
+// checkInvariants panics on a broken invariant: continuing would corrupt
+// what the harness is testing. Caller holds mu.
+func (p *Partition) checkInvariants() {
+	if leo := p.log.LEO(); p.hw > leo {
+		panic(fmt.Sprintf("%s/%d: invariant HW <= LEO broken: hw=%d leo=%d", p.Topic, p.Index, p.hw, leo))
+	}
+}
+
+// Update applies the controller's published state for this partition: a new
+// leader epoch makes this replica leader or follower; a new partition epoch
+// with the same leader epoch is an ISR change.
+func (p *Partition) Update(st meta.Partition, minISR int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if minISR < 1 {
+		minISR = 1
+	}
+	p.minISR = minISR
+	old := p.state
+	if st.LeaderEpoch < old.LeaderEpoch || (st.LeaderEpoch == old.LeaderEpoch && st.PartitionEpoch < old.PartitionEpoch) {
+		return // stale
+	}
+	p.state = st
+	me := p.cfg.NodeID
+	switch {
+	case st.Leader == me && (old.Leader != me || st.LeaderEpoch != old.LeaderEpoch):
+		p.becomeLeader()
+	case st.Leader != me && old.Leader == me:
+		p.followers = nil
+		p.pendingISR = nil
+	}
+	if p.pendingISR != nil && slices.Equal(sorted(p.pendingISR), sorted(st.ISR)) {
+		p.pendingISR = nil
+	}
+	if st.Leader == me {
+		p.maybeAdvanceHW()
+	}
+	p.wake()
+}
+
+// becomeLeader starts a new leader epoch at the current LEO. Caller holds mu.
+func (p *Partition) becomeLeader() {
+	now := p.now()
+	p.followers = make(map[int32]*follower)
+	for _, r := range p.state.Replicas {
+		if r == p.cfg.NodeID {
+			continue
+		}
+		// A new leader does not know where followers are; it gives them a
+		// full lag window to show up, as Kafka does.
+		p.followers[r] = &follower{leo: -1, lastFetch: now, lastCaughtUp: now}
+	}
+	p.pendingISR = nil
+	if err := p.log.AssignEpoch(p.state.LeaderEpoch, p.log.LEO()); err != nil {
+		p.logger().Error("assign leader epoch", "epoch", p.state.LeaderEpoch, "err", err)
+	}
+	p.logger().Info("became leader", "epoch", p.state.LeaderEpoch, "isr", p.state.ISR, "leo", p.log.LEO(), "hw", p.hw)
+}
+
+// State returns the published partition state.
+func (p *Partition) State() meta.Partition {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
+// IsLeader reports whether this replica leads the partition.
+func (p *Partition) IsLeader() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state.Leader == p.cfg.NodeID
+}
+
+// Offsets returns the log start offset, the high watermark and the LEO.
+func (p *Partition) Offsets() (start, hw, leo int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.StartOffset(), p.hw, p.log.LEO()
+}
+
+// Log exposes the underlying log (for tests and describe tools).
+func (p *Partition) Log() *storage.Log { return p.log }
+
+// effectiveISR is the ISR the HW must respect: the published one, widened by a
+// pending expansion. Caller holds mu.
+func (p *Partition) effectiveISR() []int32 {
+	isr := p.state.ISR
+	for _, r := range p.pendingISR {
+		if !meta.Contains(isr, r) {
+			isr = append(slices.Clone(isr), r)
+		}
+	}
+	return isr
+}
+
+// maybeAdvanceHW moves the HW to the minimum LEO over the ISR. Caller holds mu
+// and is the leader.
+func (p *Partition) maybeAdvanceHW() {
+	leo := p.log.LEO()
+	newHW := leo
+	if !p.cfg.Bugs.HWPastLaggingISR {
+		for _, r := range p.effectiveISR() {
+			if r == p.cfg.NodeID {
+				continue
+			}
+			f := p.followers[r]
+			if f == nil || f.leo < 0 {
+				newHW = min(newHW, p.hw) // unknown position: hold the HW
+				continue
+			}
+			newHW = min(newHW, f.leo)
+		}
+	}
+	if newHW > p.hw {
+		p.hw = newHW
+		p.checkInvariants()
+		p.wake()
+	}
+}
+
+// ErrNotLeader and friends map to Kafka errors at the wire.
+var (
+	ErrClosed = errors.New("partition closed")
+)
+
+// AppendResult is the outcome of a leader append.
+type AppendResult struct {
+	BaseOffset int64
+	// EndOffset is one past the last offset written: acks=all waits for the
+	// HW to reach it.
+	EndOffset   int64
+	Epoch       int32
+	LogStart    int64
+	Duplicate   bool
+	AppendTime  int64
+	NumRecords  int
+	BytesAppend int
+}
+
+// AppendAsLeader validates the batches a producer sent, assigns offsets and
+// the leader epoch, and appends them. acks is -1 (all), 0 or 1; for acks=all
+// the min ISR check happens here, before anything is written.
+func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *kerr.Error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return AppendResult{}, kerr.NotLeaderForPartition
+	}
+	if p.state.Leader != p.cfg.NodeID {
+		return AppendResult{}, kerr.NotLeaderForPartition
+	}
+	if acks == -1 && !p.cfg.Bugs.SkipMinISR && len(p.state.ISR) < p.minISR {
+		return AppendResult{}, kerr.NotEnoughReplicas
+	}
+	type item struct {
+		h     storage.BatchHeader
+		batch []byte
+	}
+	var items []item
+	err := storage.ForEachBatch(records, func(h storage.BatchHeader, b []byte) error {
+		items = append(items, item{h, b})
+		return nil
+	})
+	if err != nil {
+		return AppendResult{}, kerr.CorruptMessage
+	}
+	if len(items) == 0 {
+		return AppendResult{}, kerr.InvalidRecord
+	}
+	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset(), AppendTime: -1}
+	// Idempotence: Kafka producers send one batch per partition per request,
+	// so a request is either wholly a duplicate or wholly new.
+	if len(items) == 1 {
+		h := items[0].h
+		v := p.producers.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords)
+		if v.Err != nil {
+			return AppendResult{}, v.Err
+		}
+		if v.Duplicate {
+			res.BaseOffset, res.EndOffset, res.Duplicate = v.FirstOffset, v.LastOffset+1, true
+			return res, nil
+		}
+	} else {
+		for _, it := range items {
+			if it.h.ProducerID != producer.NoProducerID {
+				return AppendResult{}, kerr.InvalidRecord
+			}
+		}
+	}
+	next := p.log.LEO()
+	res.BaseOffset = next
+	buf := make([]byte, 0, len(records))
+	for _, it := range items {
+		start := len(buf)
+		buf = append(buf, it.batch...)
+		b := buf[start:]
+		storage.SetBaseOffset(b, next)
+		storage.SetPartitionLeaderEpoch(b, p.state.LeaderEpoch)
+		next += int64(it.h.LastOffsetDelta) + 1
+		res.NumRecords += int(it.h.NumRecords)
+	}
+	if err := p.log.Append(buf); err != nil {
+		p.logger().Error("append failed", "err", err)
+		return AppendResult{}, kerr.KafkaStorageError
+	}
+	for _, it := range items {
+		h := it.h
+		p.producers.Record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, res.BaseOffset, next-1)
+	}
+	res.EndOffset = next
+	res.BytesAppend = len(buf)
+	p.maybeAdvanceHW()
+	p.wake()
+	return res, nil
+}
+
+// WaitCommitted blocks until the HW reaches end (acks=all) in the leader epoch
+// the batch was appended in, the context ends, or leadership is lost.
+func (p *Partition) WaitCommitted(ctx context.Context, end int64, epoch int32) *kerr.Error {
+	if p.cfg.Bugs.AckBeforeISR {
+		return nil
+	}
+	for i := 0; ; i++ {
+		p.mu.Lock()
+		if p.closed || p.state.Leader != p.cfg.NodeID || p.state.LeaderEpoch != epoch {
+			// The batch may or may not survive the new leader: the client
+			// cannot know, and must treat it as indeterminate.
+			p.mu.Unlock()
+			return kerr.NotLeaderForPartition
+		}
+		if p.hw >= end {
+			short := !p.cfg.Bugs.SkipMinISR && len(p.state.ISR) < p.minISR
+			p.mu.Unlock()
+			if short {
+				return kerr.NotEnoughReplicasAfterAppend
+			}
+			return nil
+		}
+		w := p.watch()
+		p.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return kerr.RequestTimedOut
+		}
+	}
+}
+
+// ReadResult is what a fetch gets from one partition.
+type ReadResult struct {
+	Records  []byte
+	HW       int64
+	LEO      int64
+	LogStart int64
+	Err      *kerr.Error
+}
+
+// ReadForConsumer returns whole batches from offset, below the HW.
+func (p *Partition) ReadForConsumer(offset int64, maxBytes int, currentLeaderEpoch int32) ReadResult {
+	p.mu.Lock()
+	st, hw, leo, start := p.state, p.hw, p.log.LEO(), p.log.StartOffset()
+	p.mu.Unlock()
+	res := ReadResult{HW: hw, LEO: leo, LogStart: start}
+	if st.Leader != p.cfg.NodeID {
+		res.Err = kerr.NotLeaderForPartition
+		return res
+	}
+	if e := checkEpoch(currentLeaderEpoch, st.LeaderEpoch); e != nil {
+		res.Err = e
+		return res
+	}
+	// Offsets between HW and LEO exist but are not readable yet: an empty
+	// answer, not an error. Past the LEO is out of range.
+	if offset < start || offset > leo {
+		res.Err = kerr.OffsetOutOfRange
+		return res
+	}
+	recs, err := p.log.Read(offset, maxBytes, hw)
+	if err != nil {
+		res.Err = storageErr(err)
+		return res
+	}
+	res.Records = recs
+	return res
+}
+
+func checkEpoch(requested, current int32) *kerr.Error {
+	switch {
+	case requested < 0:
+		return nil
+	case requested < current:
+		return kerr.FencedLeaderEpoch
+	case requested > current:
+		return kerr.UnknownLeaderEpoch
+	}
+	return nil
+}
+
+func storageErr(err error) *kerr.Error {
+	if errors.Is(err, storage.ErrOffsetOutOfRange) {
+		return kerr.OffsetOutOfRange
+	}
+	return kerr.KafkaStorageError
+}
+
+func sorted(s []int32) []int32 {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
+
+// Close stops the partition: waiters are released and the log closed cleanly.
+func (p *Partition) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	p.wake()
+	if err := p.log.CheckpointHW(p.hw); err != nil {
+		p.logger().Warn("checkpoint hw", "err", err)
+	}
+	return p.log.Close()
+}
+
+// CheckpointHW persists the HW (periodically, as Kafka's
+// replication-offset-checkpoint does).
+func (p *Partition) CheckpointHW() error {
+	p.mu.Lock()
+	hw, closed := p.hw, p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil
+	}
+	return p.log.CheckpointHW(hw)
+}

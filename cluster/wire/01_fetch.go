@@ -1,0 +1,149 @@
+package wire
+
+// Fetch: v4-12.
+//
+// Behaviour:
+//   - consumers (replica id -1) read whole batches below the high watermark;
+//     followers (replica id >= 0) read up to the leader's LEO, and their fetch
+//     offset is how the leader learns their LEO (it moves the HW and the ISR);
+//   - long poll: the answer waits until MinBytes are available or MaxWaitMillis
+//     passes; any error answers at once;
+//   - MaxBytes and PartitionMaxBytes are honoured, except that the first
+//     batch of the first partition with data is returned whole (KIP-74);
+//   - fetch sessions (KIP-227) are not created: SessionID 0 tells the client
+//     to send full fetches;
+//   - IsolationLevel read_committed is served as read_uncommitted: without
+//     transactions the last stable offset is the high watermark;
+//   - CurrentLeaderEpoch is checked: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/replica"
+)
+
+func init() { register(1, 4, 12, handleFetch) }
+
+// maxFetchWait bounds a long poll whatever the client asks for.
+const maxFetchWait = 30 * time.Second
+
+func handleFetch(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
+	req := kreq.(*kmsg.FetchRequest)
+	if req.SessionID != 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return now(resp)
+	}
+	wait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxFetchWait)
+	deadline := time.Now().Add(wait)
+	return reply{later: func() kmsg.Response {
+		// Bounded: each pass either answers or waits for a change or the
+		// deadline; a change without enough bytes loops at most until then.
+		for {
+			resp, bytes, watches, failed := s.fetchOnce(req)
+			if failed || bytes >= int(req.MinBytes) || bytes > 0 && req.MinBytes <= 0 || !time.Now().Before(deadline) {
+				return resp
+			}
+			if !waitAny(ctx, watches, deadline) {
+				resp, _, _, _ = s.fetchOnce(req)
+				return resp
+			}
+		}
+	}}
+}
+
+// fetchOnce reads every requested partition once.
+func (s *Server) fetchOnce(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, total int, watches []<-chan struct{}, failed bool) {
+	resp = req.ResponseKind().(*kmsg.FetchResponse)
+	budget := int(req.MaxBytes)
+	if budget <= 0 {
+		budget = 1 << 30
+	}
+	follower := req.ReplicaID >= 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		rt.TopicID = t.TopicID
+		for _, fp := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = fp.Partition
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			rp.PreferredReadReplica = -1
+			p := s.b.Partition(t.Topic, fp.Partition)
+			if p == nil {
+				if s.b.Image().Topics[t.Topic] != nil {
+					rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				} else {
+					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				}
+				failed = true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			watches = append(watches, p.Watch())
+			max := int(fp.PartitionMaxBytes)
+			if max > budget {
+				max = budget
+			}
+			if total > 0 && max <= 0 {
+				// Out of budget: report offsets only.
+				max = 0
+			}
+			var r replica.ReadResult
+			if follower {
+				r = p.ReadForFollower(req.ReplicaID, fp.FetchOffset, max, fp.CurrentLeaderEpoch)
+			} else {
+				r = p.ReadForConsumer(fp.FetchOffset, max, fp.CurrentLeaderEpoch)
+			}
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.HW, r.HW, r.LogStart
+			if r.Err != nil {
+				rp.ErrorCode = r.Err.Code
+				failed = true
+			} else if max > 0 || total == 0 {
+				rp.RecordBatches = r.Records
+				total += len(r.Records)
+				budget -= len(r.Records)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, total, watches, failed
+}
+
+// waitAny waits until one of the watches fires, the deadline passes or the
+// connection ends. It reports whether a watch fired.
+func waitAny(ctx context.Context, watches []<-chan struct{}, deadline time.Time) bool {
+	if len(watches) == 0 {
+		return false
+	}
+	fired := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	for _, w := range watches {
+		go func(w <-chan struct{}) {
+			select {
+			case <-w:
+				select {
+				case fired <- struct{}{}:
+				default:
+				}
+			case <-stop:
+			}
+		}(w)
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-fired:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,105 @@
+package wire
+
+// Metadata: v1-12.
+//
+// Behaviour:
+//   - brokers are the registered, unfenced brokers; the controller id is the
+//     active controller;
+//   - a nil topic list means all topics; topics may be named or (v10+) given
+//     by id;
+//   - a missing topic is created with the broker defaults only when the
+//     request allows it AND the broker was started with auto-creation on;
+//     the answer is then LEADER_NOT_AVAILABLE, as in Kafka, and clients retry;
+//   - a partition without a live leader answers LEADER_NOT_AVAILABLE with
+//     leader -1; fenced replicas are listed as offline.
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/meta"
+)
+
+func init() { register(3, 1, 12, handleMetadata) }
+
+func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
+	req := kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	im := s.b.Image()
+	for _, id := range sortedBrokerIDs(im) {
+		b := im.Brokers[id]
+		if b.Fenced {
+			continue
+		}
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	cid := s.b.ClusterID()
+	resp.ClusterID = &cid
+	resp.ControllerID = im.ControllerID
+
+	var names []string
+	if req.Topics == nil {
+		names = im.SortedTopics()
+	}
+	for _, rt := range req.Topics {
+		if rt.Topic != nil {
+			names = append(names, *rt.Topic)
+			continue
+		}
+		if t := im.TopicByID(rt.TopicID); t != nil {
+			names = append(names, t.Name)
+		} else {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.TopicID = rt.TopicID
+			mt.ErrorCode = kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, mt)
+		}
+	}
+	for _, name := range names {
+		t := im.Topics[name]
+		mt := kmsg.NewMetadataResponseTopic()
+		n := name
+		mt.Topic = &n
+		if t == nil {
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if req.AllowAutoTopicCreation && s.b.AutoCreateTopics() && req.Topics != nil {
+				if _, kerrCode, _ := s.b.CreateTopic(ctx, TopicSpec{Name: name, Partitions: -1, RF: -1}); kerrCode == nil || kerrCode == kerr.TopicAlreadyExists {
+					mt.ErrorCode = kerr.LeaderNotAvailable.Code
+				}
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		mt.TopicID = t.ID
+		mt.IsInternal = t.Internal
+		for _, p := range t.Partitions {
+			mp := kmsg.NewMetadataResponseTopicPartition()
+			mp.Partition = p.Index
+			mp.Leader = p.Leader
+			mp.LeaderEpoch = p.LeaderEpoch
+			mp.Replicas = append([]int32(nil), p.Replicas...)
+			mp.ISR = append([]int32(nil), p.ISR...)
+			for _, r := range p.Replicas {
+				if b, ok := im.Brokers[r]; !ok || b.Fenced {
+					mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+				}
+			}
+			if p.Leader == meta.NoLeader {
+				mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+			mt.Partitions = append(mt.Partitions, mp)
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return now(resp)
+}
+
+func sortedBrokerIDs(im *meta.Image) []int32 {
+	return slices.Sorted(maps.Keys(im.Brokers))
+}

@@ -1,0 +1,40 @@
+package wire
+
+// ApiVersions: v0-3.
+//
+// Behaviour:
+//   - answers with exactly the keys and versions registered in this package,
+//     which are the ones really implemented;
+//   - a version we do not know is answered at v0 with UNSUPPORTED_VERSION and
+//     the table (see decode), as Kafka does, so the client can retry lower;
+//   - the response header is always v0 (KIP-511), even for flexible versions.
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(18, 0, 3, handleApiVersions) }
+
+func apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(version)
+	keys := make([]int, 0, len(apis))
+	for k := range apis {
+		keys = append(keys, int(k))
+	}
+	sort.Ints(keys)
+	for _, k := range keys {
+		a := apis[int16(k)]
+		v := kmsg.NewApiVersionsResponseApiKey()
+		v.ApiKey, v.MinVersion, v.MaxVersion = int16(k), a.versions.min, a.versions.max
+		resp.ApiKeys = append(resp.ApiKeys, v)
+	}
+	return resp
+}
+
+func handleApiVersions(s *Server, _ context.Context, hdr header, req kmsg.Request) reply {
+	return now(apiVersionsResponse(hdr.version))
+}

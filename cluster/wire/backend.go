@@ -1,0 +1,38 @@
+package wire
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/cluster/meta"
+	"gregor/cluster/replica"
+)
+
+// Backend is what the protocol layer needs from a broker.
+type Backend interface {
+	NodeID() int32
+	ClusterID() string
+	// Image is the current metadata.
+	Image() *meta.Image
+	// Partition is this broker's replica of topic/index, or nil when it
+	// hosts none.
+	Partition(topic string, index int32) *replica.Partition
+	// CreateTopic creates a topic (forwarded to the controller in a cluster).
+	// partitions/rf of -1 take the broker defaults.
+	CreateTopic(ctx context.Context, t TopicSpec) (*meta.Topic, *kerr.Error, string)
+	DeleteTopic(ctx context.Context, name string) (*kerr.Error, string)
+	// AutoCreateTopics reports whether Metadata may create missing topics.
+	AutoCreateTopics() bool
+	// NewProducerID allocates a producer id unique across the cluster.
+	NewProducerID(ctx context.Context) (int64, int16, *kerr.Error)
+}
+
+// TopicSpec is a topic to create.
+type TopicSpec struct {
+	Name         string
+	Partitions   int32
+	RF           int16
+	Configs      map[string]string
+	ValidateOnly bool
+}

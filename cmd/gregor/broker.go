@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"gregor/cluster"
+	"gregor/cluster/storage"
+)
+
+func init() { subcommands = append(subcommands, brokerCmd) }
+
+// brokerFlags holds `gregor broker` flags; other commands (up) build the same
+// flag list to start brokers as child processes.
+type brokerFlags struct {
+	nodeID       int32
+	listen       string
+	advertise    string
+	data         string
+	autoCreate   bool
+	partitions   int32
+	rf           int16
+	minISR       int
+	unclean      bool
+	fsync        string
+	lazyFS       bool
+	writeback    time.Duration
+	segmentBytes int64
+	retentionMs  int64
+	retentionB   int64
+	lagMax       time.Duration
+	bugs         []string
+	logLevel     string
+}
+
+func (f *brokerFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.Int32Var(&f.nodeID, "node-id", 1, "broker id (node.id)")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:9092", "Kafka listener host:port (port 0 picks one)")
+	fl.StringVar(&f.advertise, "advertise", "", "host:port told to clients (default: --listen)")
+	fl.StringVar(&f.data, "data", "", "data directory (required)")
+	fl.BoolVar(&f.autoCreate, "auto-create-topics", false, "create unknown topics on Metadata requests (auto.create.topics.enable)")
+	fl.Int32Var(&f.partitions, "default-partitions", 1, "partitions of auto-created topics (num.partitions)")
+	fl.Int16Var(&f.rf, "default-rf", 1, "replication factor of auto-created topics (default.replication.factor)")
+	fl.IntVar(&f.minISR, "min-isr", 1, "broker default min.insync.replicas")
+	fl.BoolVar(&f.unclean, "unclean", false, "broker default unclean.leader.election.enable")
+	fl.StringVar(&f.fsync, "fsync", "never", "fsync policy: never | always | every:N (records)")
+	fl.BoolVar(&f.lazyFS, "lazyfs", false, "keep unsynced writes in memory only, so a kill loses them like a power cut")
+	fl.DurationVar(&f.writeback, "writeback-delay", 5*time.Second, "lazyfs: unsynced data becomes durable after this (the kernel's dirty_expire)")
+	fl.Int64Var(&f.segmentBytes, "segment-bytes", 64<<20, "roll log segments past this size (log.segment.bytes)")
+	fl.Int64Var(&f.retentionMs, "retention-ms", -1, "delete closed segments older than this, -1 keeps all (log.retention.ms)")
+	fl.Int64Var(&f.retentionB, "retention-bytes", -1, "keep at most this many bytes per partition, -1 keeps all (log.retention.bytes)")
+	fl.DurationVar(&f.lagMax, "replica-lag-max", 30*time.Second, "replica.lag.time.max.ms")
+	fl.StringSliceVar(&f.bugs, "bug", nil, "plant a known bug (testing the harness): "+strings.Join(cluster.BugNames(), ", "))
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug | info | warn | error")
+}
+
+func (f *brokerFlags) config() (cluster.Config, error) {
+	pol, err := storage.ParseFsyncPolicy(f.fsync)
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	bugs, err := cluster.ParseBugs(f.bugs)
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return cluster.Config{}, fmt.Errorf("--log-level %q: give debug, info, warn or error", f.logLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return cluster.Config{
+		NodeID: f.nodeID, Listen: f.listen, Advertise: f.advertise, DataDir: f.data,
+		AutoCreateTopics: f.autoCreate, DefaultPartitions: f.partitions, DefaultRF: f.rf,
+		MinISR: f.minISR, Unclean: f.unclean,
+		Storage: storage.Options{
+			SegmentBytes: f.segmentBytes, RetentionMs: f.retentionMs, RetentionBytes: f.retentionB,
+			Fsync: pol, LazyFS: f.lazyFS, WritebackDelay: f.writeback,
+		},
+		ReplicaLagMax: f.lagMax,
+		Bugs:          bugs,
+		Logger:        logger,
+	}, nil
+}
+
+func brokerCmd() *cobra.Command {
+	var f brokerFlags
+	cmd := &cobra.Command{
+		Use:   "broker --node-id N --listen ADDR --data DIR",
+		Short: "Run one broker of the embedded Kafka-protocol cluster",
+		Long: `Run one broker. It speaks the Kafka protocol on --listen, stores partitions
+under --data, and runs until SIGINT or SIGTERM (a controlled shutdown: logs
+are synced and marked clean). SIGKILL is a crash: recovery on the next start
+truncates any torn tail.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config()
+			if err != nil {
+				return &exitError{2, err}
+			}
+			b, err := cluster.Start(cfg)
+			if err != nil {
+				return err
+			}
+			// Printed on stdout so a parent process learns the address.
+			fmt.Printf("gregor broker %d listening on %s\n", cfg.NodeID, b.Advertised())
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+			<-sig
+			return b.Close()
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
