@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"gregor/cluster/faultnet"
 	"gregor/cluster/meta"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
@@ -33,14 +34,18 @@ type Broker struct {
 
 	ln     net.Listener
 	server *wire.Server
+	// net is the fault layer every connection of this broker goes through
+	// (inert unless the process runtime writes <data>/netfaults.json).
+	net *faultnet.Layer
 	meta   *localMeta
 	pids   *producerIDs
 
 	mu         sync.RWMutex
 	partitions map[tp]*replica.Partition
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop      chan struct{}
+	stopWatch context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // Start opens the data directory, recovers every partition and starts
@@ -86,10 +91,19 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.server = wire.NewServer(b, wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log})
-	b.wg.Add(2)
+	b.net = faultnet.New(host)
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	b.stopWatch = stopWatch
+	b.wg.Add(3)
 	go func() {
 		defer b.wg.Done()
-		if err := b.server.Serve(ln); err != nil {
+		b.net.Watch(watchCtx, filepath.Join(cfg.DataDir, faultnet.FileName), 50*time.Millisecond, func(err error) {
+			b.log.Warn("reading network faults", "err", err)
+		})
+	}()
+	go func() {
+		defer b.wg.Done()
+		if err := b.server.Serve(b.net.Listener(ln)); err != nil {
 			b.log.Error("serve", "err", err)
 		}
 	}()
@@ -116,6 +130,7 @@ func (b *Broker) Close() error {
 	default:
 	}
 	close(b.stop)
+	b.stopWatch()
 	b.server.Close()
 	b.wg.Wait()
 	return b.closePartitions()

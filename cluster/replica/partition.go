@@ -287,7 +287,8 @@ type AppendResult struct {
 
 // AppendAsLeader validates the batches a producer sent, assigns offsets and
 // the leader epoch, and appends them. acks is -1 (all), 0 or 1; for acks=all
-// the min ISR check happens here, before anything is written.
+// the min ISR check happens here, before anything is written. records is
+// modified in place (offsets, epoch); the caller must not reuse it.
 func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *kerr.Error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -337,16 +338,19 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 	}
 	next := p.log.LEO()
 	res.BaseOffset = next
-	buf := make([]byte, 0, len(records))
+	// Offsets and epoch are assigned in place: records is the request's own
+	// frame buffer, and neither field is covered by the batch CRC.
 	for _, it := range items {
-		start := len(buf)
-		buf = append(buf, it.batch...)
-		b := buf[start:]
-		storage.SetBaseOffset(b, next)
-		storage.SetPartitionLeaderEpoch(b, p.state.LeaderEpoch)
+		storage.SetBaseOffset(it.batch, next)
+		storage.SetPartitionLeaderEpoch(it.batch, p.state.LeaderEpoch)
 		next += int64(it.h.LastOffsetDelta) + 1
 		res.NumRecords += int(it.h.NumRecords)
 	}
+	total := 0
+	for _, it := range items {
+		total += len(it.batch)
+	}
+	buf := records[:total] // ForEachBatch split records from its start
 	if err := p.log.Append(buf); err != nil {
 		p.logger().Error("append failed", "err", err)
 		return AppendResult{}, kerr.KafkaStorageError

@@ -1,0 +1,313 @@
+// Package faultnet is the process runtime's network fault layer: where
+// brokers share one host and no firewall can be given per node, each broker
+// routes its dials and accepted connections through this layer, which drops
+// traffic to and from blocked peers and delays the rest. It is an emulation,
+// documented as such in reports: a blocked connection stalls (as TCP does when
+// packets are dropped) rather than the kernel dropping packets.
+//
+// The harness controls it through a file, <data>/netfaults.json, that the
+// broker polls: a file survives a broker restart, so faults in force apply to
+// a restarted node too, and a paused broker picks them up when resumed.
+package faultnet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// Rules are the faults in force for one node.
+type Rules struct {
+	// Drop lists peer IPs whose traffic is dropped both ways.
+	Drop []string `json:"drop,omitempty"`
+	// DelayMs (+- JitterMs) is added before each write; LossPct of writes
+	// are delayed further by a retransmission timeout, as lost segments are.
+	DelayMs  int     `json:"delay_ms,omitempty"`
+	JitterMs int     `json:"jitter_ms,omitempty"`
+	LossPct  float64 `json:"loss_pct,omitempty"`
+}
+
+// FileName is the control file's name in a broker's data directory.
+const FileName = "netfaults.json"
+
+// retransmitDelay is what a lost segment costs: Linux's minimum RTO.
+const retransmitDelay = 200 * time.Millisecond
+
+// dialStallMax bounds how long a dial to a blocked peer hangs before it
+// times out, like an unanswered SYN.
+const dialStallMax = 3 * time.Second
+
+// Layer applies Rules to connections.
+type Layer struct {
+	mu      sync.Mutex
+	drop    map[string]bool
+	rules   Rules
+	changed chan struct{} // closed and replaced on every change
+	self    string        // local IP to dial from, so peers can tell who calls
+}
+
+// New returns a layer with no faults. self is this node's IP ("" for any).
+func New(self string) *Layer {
+	return &Layer{drop: map[string]bool{}, changed: make(chan struct{}), self: self}
+}
+
+// Set replaces the rules in force.
+func (l *Layer) Set(r Rules) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rules = r
+	l.drop = make(map[string]bool, len(r.Drop))
+	for _, ip := range r.Drop {
+		l.drop[ip] = true
+	}
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// Rules returns the rules in force.
+func (l *Layer) Rules() Rules {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rules
+}
+
+func (l *Layer) blocked(ip string) (bool, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.drop[ip], l.changed
+}
+
+func hostOf(addr net.Addr) string {
+	if addr == nil {
+		return ""
+	}
+	h, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	return h
+}
+
+// Watch polls path every interval and applies its rules until ctx ends. A
+// missing file means no faults. A malformed file keeps the rules in force
+// and calls onErr (it is being written; the next poll sees it whole, as the
+// harness writes it by rename).
+func (l *Layer) Watch(ctx context.Context, path string, interval time.Duration, onErr func(error)) {
+	var last []byte
+	first := true
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		b, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			if first || last != nil {
+				l.Set(Rules{})
+			}
+			last = nil
+		case err != nil:
+			onErr(err)
+		case first || string(b) != string(last):
+			var r Rules
+			if err := json.Unmarshal(b, &r); err != nil {
+				onErr(err)
+			} else {
+				l.Set(r)
+				last = b
+			}
+		}
+		first = false
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// WriteRules writes a node's control file atomically (temp file + rename).
+func WriteRules(path string, r Rules) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Dial connects to addr through the layer: from this node's IP, stalling
+// and then timing out while addr's host is blocked.
+func (l *Layer) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if blocked, changed := l.blocked(host); blocked {
+		t := time.NewTimer(dialStallMax)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, &net.OpError{Op: "dial", Net: network, Err: context.DeadlineExceeded}
+		case <-t.C:
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("i/o timeout (faultnet: peer unreachable)")}
+		case <-changed:
+			// Re-check once: a heal lets the dial through.
+			if b, _ := l.blocked(host); b {
+				return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("i/o timeout (faultnet: peer unreachable)")}
+			}
+		}
+	}
+	d := net.Dialer{}
+	if l.self != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(l.self)}
+	}
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wrap(c), nil
+}
+
+// Wrap puts an established connection under the layer.
+func (l *Layer) Wrap(c net.Conn) net.Conn {
+	return &conn{Conn: c, l: l, peer: hostOf(c.RemoteAddr())}
+}
+
+// Listener wraps accepted connections.
+func (l *Layer) Listener(ln net.Listener) net.Listener { return &listener{Listener: ln, l: l} }
+
+type listener struct {
+	net.Listener
+	l *Layer
+}
+
+func (ln *listener) Accept() (net.Conn, error) {
+	for {
+		c, err := ln.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if b, _ := ln.l.blocked(hostOf(c.RemoteAddr())); b {
+			// A SYN from a blocked peer is never answered: drop it.
+			c.Close()
+			continue
+		}
+		return ln.l.Wrap(c), nil
+	}
+}
+
+// conn stalls reads and writes while its peer is blocked, honouring
+// deadlines, and delays writes by the configured delay.
+type conn struct {
+	net.Conn
+	l    *Layer
+	peer string
+
+	mu            sync.Mutex
+	readDeadline  time.Time
+	writeDeadline time.Time
+}
+
+var errTimeout = &timeoutError{}
+
+type timeoutError struct{}
+
+func (*timeoutError) Error() string   { return "i/o timeout (faultnet)" }
+func (*timeoutError) Timeout() bool   { return true }
+func (*timeoutError) Temporary() bool { return true }
+
+// stall waits while the peer is blocked, until the deadline.
+func (c *conn) stall(deadline time.Time) error {
+	for i := 0; ; i++ {
+		blocked, changed := c.l.blocked(c.peer)
+		if !blocked {
+			return nil
+		}
+		var timer <-chan time.Time
+		if !deadline.IsZero() {
+			d := time.Until(deadline)
+			if d <= 0 {
+				return errTimeout
+			}
+			t := time.NewTimer(d)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-changed:
+		case <-timer:
+			return errTimeout
+		}
+	}
+}
+
+func (c *conn) Read(b []byte) (int, error) {
+	c.mu.Lock()
+	dl := c.readDeadline
+	c.mu.Unlock()
+	if err := c.stall(dl); err != nil {
+		return 0, err
+	}
+	n, err := c.Conn.Read(b)
+	if err == nil {
+		// Data that arrived while a partition began is dropped with it.
+		if err := c.stall(dl); err != nil {
+			return 0, err
+		}
+	}
+	return n, err
+}
+
+func (c *conn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	dl := c.writeDeadline
+	c.mu.Unlock()
+	if err := c.stall(dl); err != nil {
+		return 0, err
+	}
+	r := c.l.Rules()
+	if d := writeDelay(r); d > 0 {
+		time.Sleep(d)
+	}
+	return c.Conn.Write(b)
+}
+
+func writeDelay(r Rules) time.Duration {
+	d := time.Duration(r.DelayMs) * time.Millisecond
+	if r.JitterMs > 0 {
+		d += time.Duration(rand.IntN(2*r.JitterMs+1)-r.JitterMs) * time.Millisecond
+	}
+	if r.LossPct > 0 && rand.Float64()*100 < r.LossPct {
+		d += retransmitDelay
+	}
+	return max(d, 0)
+}
+
+func (c *conn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.readDeadline, c.writeDeadline = t, t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *conn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.readDeadline = t
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *conn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.writeDeadline = t
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}

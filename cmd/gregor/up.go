@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"gregor/harness"
+	"gregor/harness/runtime"
+)
+
+func init() { subcommands = append(subcommands, upCmd) }
+
+// clusterOpts are the flags shared by commands that boot a cluster.
+type clusterOpts struct {
+	nodes      int
+	runtime    string
+	minISR     int
+	unclean    bool
+	fsync      string
+	lazyFS     bool
+	lagMax     time.Duration
+	bugs       []string
+	autoCreate bool
+	extra      []string
+}
+
+func (o *clusterOpts) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVar(&o.nodes, "nodes", 1, "brokers in the cluster")
+	fl.StringVar(&o.runtime, "runtime", "auto", "docker | process | auto (docker when an engine answers)")
+	fl.IntVar(&o.minISR, "min-isr", 1, "broker default min.insync.replicas")
+	fl.BoolVar(&o.unclean, "unclean", false, "broker default unclean.leader.election.enable")
+	fl.StringVar(&o.fsync, "fsync", "never", "fsync policy: never | always | every:N")
+	fl.BoolVar(&o.lazyFS, "lazyfs", false, "unsynced writes are lost on kill, like a power cut")
+	fl.DurationVar(&o.lagMax, "replica-lag-max", 30*time.Second, "replica.lag.time.max.ms")
+	fl.StringSliceVar(&o.bugs, "bug", nil, "plant a known bug in every broker")
+	fl.BoolVar(&o.autoCreate, "auto-create-topics", true, "create unknown topics on Metadata")
+	fl.StringArrayVar(&o.extra, "broker-arg", nil, "extra flag passed to every broker (repeatable)")
+}
+
+func (o *clusterOpts) validate() error {
+	if o.nodes < 1 || o.nodes > runtime.MaxNodes {
+		return fmt.Errorf("--nodes %d: give 1..%d", o.nodes, runtime.MaxNodes)
+	}
+	if o.nodes > 1 {
+		return fmt.Errorf("--nodes %d: multi-broker clusters need the controller quorum, which is not built yet; use --nodes 1", o.nodes)
+	}
+	return nil
+}
+
+// spec builds a ClusterSpec whose nodes run `gregor broker` with o's flags.
+func (o *clusterOpts) spec(name, binary string) runtime.ClusterSpec {
+	args := []string{"--node-id", "{{.ID}}", "--listen", "{{.KafkaAddr}}", "--data", "{{.DataDir}}",
+		"--min-isr", strconv.Itoa(o.minISR), "--fsync", o.fsync, "--replica-lag-max", o.lagMax.String()}
+	if o.unclean {
+		args = append(args, "--unclean")
+	}
+	if o.lazyFS {
+		args = append(args, "--lazyfs")
+	}
+	if o.autoCreate {
+		args = append(args, "--auto-create-topics")
+	}
+	for _, b := range o.bugs {
+		args = append(args, "--bug", b)
+	}
+	args = append(args, o.extra...)
+	spec := runtime.ClusterSpec{Name: name, KafkaPort: 9092, RaftPort: 9093, Binary: binary,
+		Labels: map[string]string{}, Ready: harness.KafkaReady(o.nodes), ReadyTimeout: 30 * time.Second}
+	for i := 1; i <= o.nodes; i++ {
+		spec.Nodes = append(spec.Nodes, runtime.NodeSpec{ID: int32(i), Args: args})
+	}
+	return spec
+}
+
+func upCmd() *cobra.Command {
+	var o clusterOpts
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a local cluster of the embedded broker and keep it up until interrupted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return &exitError{2, err}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			bin, err := selfBinary()
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			c, err := pickAndStart(ctx, &o, "up", bin, cmd)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				c.Close(cctx)
+			}()
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "cluster up in %v\n", time.Since(start).Round(time.Millisecond))
+			for _, n := range c.Nodes() {
+				fmt.Fprintf(out, "  node %d  kafka %s\n", n.ID, n.KafkaAddr)
+			}
+			fmt.Fprintf(out, "bootstrap: %s\n", strings.Join(c.Bootstrap(), ","))
+			fmt.Fprintln(out, "Ctrl-C to stop and remove the cluster")
+			<-ctx.Done()
+			fmt.Fprintln(out, "stopping")
+			return nil
+		},
+	}
+	o.register(cmd)
+	return cmd
+}
+
+// pickAndStart picks the runtime o names and boots a cluster on it.
+func pickAndStart(ctx context.Context, o *clusterOpts, name, bin string, cmd *cobra.Command) (runtime.Cluster, error) {
+	rt, err := pickRuntime(ctx, o.runtime, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	return rt.Start(ctx, o.spec(name, bin))
+}
