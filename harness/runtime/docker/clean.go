@@ -1,0 +1,145 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	dnetwork "github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+)
+
+// Filter narrows Clean. The zero value matches everything gregor made.
+type Filter struct {
+	Cluster string // only this cluster name
+	Run     string // only this run id
+	Images  bool   // also remove gregor-built images
+}
+
+// Removed lists what Clean removed, by name.
+type Removed struct {
+	Containers []string
+	Networks   []string
+	Images     []string
+}
+
+// Empty reports whether nothing was removed.
+func (r Removed) Empty() bool {
+	return len(r.Containers) == 0 && len(r.Networks) == 0 && len(r.Images) == 0
+}
+
+// Bounds on cleanup: passes over the container list (a create that raced a
+// cancellation can land after the first list) and retries of a network
+// removal the engine refuses while endpoints are being torn down.
+const (
+	containerPasses = 3
+	networkTries    = 10
+	cleanPause      = 200 * time.Millisecond
+)
+
+// Clean removes every container and network (and, with f.Images, image)
+// carrying gregor's labels and matching f: what a crashed run left behind.
+func Clean(ctx context.Context, f Filter) (Removed, error) {
+	cli, err := newClient()
+	if err != nil {
+		return Removed{}, err
+	}
+	defer cli.Close()
+	if err := ping(ctx, cli); err != nil {
+		return Removed{}, err
+	}
+	return removeLabelled(ctx, cli, f)
+}
+
+func (f Filter) args() filters.Args {
+	a := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
+	if f.Cluster != "" {
+		a.Add("label", LabelCluster+"="+f.Cluster)
+	}
+	if f.Run != "" {
+		a.Add("label", LabelRun+"="+f.Run)
+	}
+	return a
+}
+
+func removeLabelled(ctx context.Context, cli *client.Client, f Filter) (Removed, error) {
+	var out Removed
+	var errs []error
+	for pass := 0; pass < containerPasses; pass++ {
+		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f.args()})
+		if err != nil {
+			return out, fmt.Errorf("list containers: %w", err)
+		}
+		if len(list) == 0 {
+			break
+		}
+		for _, ct := range list {
+			err := cli.ContainerRemove(ctx, ct.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+			if err != nil && !errdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove container %s: %w", ct.ID[:12], err))
+				continue
+			}
+			name := ct.ID[:12]
+			if len(ct.Names) > 0 {
+				name = strings.TrimPrefix(ct.Names[0], "/")
+			}
+			out.Containers = append(out.Containers, name)
+		}
+		if pass < containerPasses-1 {
+			sleep(ctx, cleanPause)
+		}
+	}
+	nets, err := cli.NetworkList(ctx, dnetwork.ListOptions{Filters: f.args()})
+	if err != nil {
+		return out, errors.Join(append(errs, fmt.Errorf("list networks: %w", err))...)
+	}
+	for _, nw := range nets {
+		var err error
+		for try := 0; try < networkTries; try++ {
+			if err = cli.NetworkRemove(ctx, nw.ID); err == nil || errdefs.IsNotFound(err) {
+				err = nil
+				break
+			}
+			sleep(ctx, cleanPause)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove network %s: %w", nw.Name, err))
+			continue
+		}
+		out.Networks = append(out.Networks, nw.Name)
+	}
+	if f.Images {
+		imgs, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))})
+		if err != nil {
+			return out, errors.Join(append(errs, fmt.Errorf("list images: %w", err))...)
+		}
+		for _, im := range imgs {
+			if _, err := cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !errdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove image %s: %w", im.ID, err))
+				continue
+			}
+			name := im.ID
+			if len(im.RepoTags) > 0 {
+				name = strings.Join(im.RepoTags, ",")
+			}
+			out.Images = append(out.Images, name)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,302 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	dnetwork "github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/testcontainers/testcontainers-go"
+
+	"gregor/harness/runtime"
+)
+
+// closeTimeout bounds the cleanup Start does itself when it fails.
+const closeTimeout = 60 * time.Second
+
+// readyPoll is the interval between ClusterSpec.Ready probes.
+const readyPoll = 100 * time.Millisecond
+
+// Cluster is a running docker cluster. It implements runtime.Cluster.
+type Cluster struct {
+	r       *Runtime
+	cli     *client.Client
+	name    string
+	runID   string
+	image   string
+	network string // network ID
+	labels  map[string]string
+	nodes   []*node // sorted by ID
+	byID    map[int32]*node
+	timings Timings
+
+	// mu guards the fault state below and closed. It is never held across a
+	// Docker call that waits for a container (exec, stop), only across the
+	// bookkeeping, so faults on different nodes proceed in parallel.
+	mu sync.Mutex
+	// drops[a][b]: a drops b's packets. Invariant: drops[a][b] == drops[b][a].
+	drops map[int32]map[int32]bool
+	// slow[id] is the Slow in force on a node, re-applied when it restarts.
+	slow map[int32]slowSpec
+	// disconnected: nodes cut off by the fallback (network disconnect).
+	disconnected map[int32]bool
+	caps         runtime.Capabilities
+	probe        probeResult
+	closed       bool
+}
+
+type node struct {
+	info        runtime.NodeInfo
+	containerID string
+	ip          net.IP
+
+	// mu serialises pause-state changes: Pause/Resume and the freezer.
+	mu         sync.Mutex
+	userPaused bool     // Pause was called and Resume not yet
+	frozen     bool     // the freezer holds the container paused now
+	freezer    *freezer // non-nil while Slow emulates delay by freezing
+}
+
+type slowSpec struct {
+	delay, jitter time.Duration
+	lossPct       float64
+}
+
+// Timings are how long Start's phases took, for reports and the boot budget.
+type Timings struct {
+	Image, Network, Containers, Probe, Ready, Total time.Duration
+	ImageBuilt                                      bool
+}
+
+var _ runtime.Cluster = (*Cluster)(nil)
+
+func newRunID() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Start boots spec: image, network, containers, then waits for spec.Ready.
+// On any failure, or if ctx is cancelled, it removes what it created.
+func (r *Runtime) Start(ctx context.Context, spec runtime.ClusterSpec) (runtime.Cluster, error) {
+	c, err := r.StartCluster(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// StartCluster is Start returning the concrete type (for Timings and RunID).
+func (r *Runtime) StartCluster(ctx context.Context, spec runtime.ClusterSpec) (*Cluster, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	cli, err := newClient()
+	if err != nil {
+		return nil, err
+	}
+	if err := ping(ctx, cli); err != nil {
+		cli.Close()
+		return nil, err
+	}
+	tag, built, err := r.EnsureImage(ctx, spec.Binary)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	c := &Cluster{
+		r: r, cli: cli, name: spec.Name, runID: newRunID(), image: tag,
+		byID:         make(map[int32]*node, len(spec.Nodes)),
+		drops:        make(map[int32]map[int32]bool),
+		slow:         make(map[int32]slowSpec),
+		disconnected: make(map[int32]bool),
+	}
+	c.timings.Image, c.timings.ImageBuilt = time.Since(t0), built
+	c.labels = map[string]string{}
+	for k, v := range spec.Labels {
+		c.labels[k] = v
+	}
+	c.labels[LabelManaged] = "true"
+	c.labels[LabelCluster] = spec.Name
+	c.labels[LabelRun] = c.runID
+
+	if err := c.boot(ctx, spec); err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		if cerr := c.Close(cctx); cerr != nil {
+			err = fmt.Errorf("%w (and cleanup failed: %v; run `gregor clean`)", err, cerr)
+		}
+		return nil, err
+	}
+	c.timings.Total = time.Since(t0)
+	r.logf("cluster %s run %s: %d nodes ready in %v (image %v, network %v, containers %v, probe %v, ready %v)",
+		c.name, c.runID, len(c.nodes), c.timings.Total.Round(time.Millisecond), c.timings.Image.Round(time.Millisecond),
+		c.timings.Network.Round(time.Millisecond), c.timings.Containers.Round(time.Millisecond),
+		c.timings.Probe.Round(time.Millisecond), c.timings.Ready.Round(time.Millisecond))
+	return c, nil
+}
+
+func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) error {
+	t := time.Now()
+	nw, subnet, err := c.r.createNetwork(ctx, c.runID, c.labels)
+	if err != nil {
+		return err
+	}
+	c.network = nw.ID
+	c.timings.Network = time.Since(t)
+
+	specs := append([]runtime.NodeSpec(nil), spec.Nodes...)
+	sort.Slice(specs, func(i, j int) bool { return specs[i].ID < specs[j].ID })
+	infos := make([]runtime.NodeInfo, len(specs))
+	for i, ns := range specs {
+		ip := hostIP(subnet, firstHost+i)
+		infos[i] = runtime.NodeInfo{
+			ID: ns.ID, Host: ip.String(),
+			KafkaAddr: net.JoinHostPort(ip.String(), strconv.Itoa(spec.KafkaPort)),
+			RaftAddr:  net.JoinHostPort(ip.String(), strconv.Itoa(spec.RaftPort)),
+		}
+		n := &node{info: infos[i], ip: ip}
+		c.nodes = append(c.nodes, n)
+		c.byID[ns.ID] = n
+	}
+
+	t = time.Now()
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i := range specs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = c.createNode(ctx, nw.Name, c.nodes[i], specs[i], infos)
+		}(i)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	c.timings.Containers = time.Since(t)
+
+	t = time.Now()
+	if err := c.probeFaults(ctx); err != nil {
+		return err
+	}
+	c.timings.Probe = time.Since(t)
+
+	t = time.Now()
+	if spec.Ready != nil {
+		if err := c.waitReady(ctx, spec); err != nil {
+			return err
+		}
+	}
+	c.timings.Ready = time.Since(t)
+	return ctx.Err()
+}
+
+func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, ns runtime.NodeSpec, all []runtime.NodeInfo) error {
+	args, err := runtime.ExpandArgs(ns.Args, runtime.VarsFor(n.info, all, DataDir))
+	if err != nil {
+		return fmt.Errorf("node %d: %w", ns.ID, err)
+	}
+	labels := map[string]string{LabelNode: strconv.Itoa(int(ns.ID))}
+	for k, v := range c.labels {
+		labels[k] = v
+	}
+	ip := n.ip.String()
+	req := testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{
+			Image:    c.image,
+			Name:     fmt.Sprintf("gregor-%s-%s-n%d", c.name, c.runID, ns.ID),
+			Cmd:      append([]string{"broker"}, args...),
+			Env:      ns.Env,
+			Labels:   labels,
+			Networks: []string{networkName},
+			ConfigModifier: func(cfg *container.Config) {
+				cfg.Hostname = fmt.Sprintf("n%d", ns.ID)
+			},
+			HostConfigModifier: func(hc *container.HostConfig) {
+				// netfault needs CAP_NET_ADMIN for nftables and qdiscs.
+				hc.CapAdd = append(hc.CapAdd, "NET_ADMIN")
+			},
+			EndpointSettingsModifier: func(eps map[string]*dnetwork.EndpointSettings) {
+				if ep, ok := eps[networkName]; ok {
+					ep.IPAMConfig = &dnetwork.EndpointIPAMConfig{IPv4Address: ip}
+				}
+			},
+		},
+		Started: true,
+		Logger:  tcLogger{c.r},
+	}
+	ctr, err := testcontainers.GenericContainer(ctx, req)
+	if ctr != nil {
+		n.containerID = ctr.GetContainerID()
+	}
+	if err != nil {
+		return fmt.Errorf("node %d: %w", ns.ID, err)
+	}
+	return nil
+}
+
+func (c *Cluster) waitReady(ctx context.Context, spec runtime.ClusterSpec) error {
+	timeout := spec.ReadyTimeout
+	if timeout <= 0 {
+		timeout = runtime.DefaultReadyTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = spec.Ready(ctx, c); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster %s not ready within %v: %v", c.name, timeout, last)
+		case <-time.After(readyPoll):
+		}
+	}
+}
+
+// RunID is the id in every object's gregor.run label.
+func (c *Cluster) RunID() string { return c.runID }
+
+// Image is the image tag the nodes run.
+func (c *Cluster) Image() string { return c.image }
+
+// Timings says how long Start took, by phase.
+func (c *Cluster) Timings() Timings { return c.timings }
+
+func (c *Cluster) Name() string { return c.name }
+
+func (c *Cluster) Nodes() []runtime.NodeInfo {
+	out := make([]runtime.NodeInfo, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.info
+	}
+	return out
+}
+
+func (c *Cluster) Bootstrap() []string {
+	out := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.info.KafkaAddr
+	}
+	return out
+}
+
+func (c *Cluster) node(id int32) (*node, error) {
+	n, ok := c.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("cluster %s has no node %d", c.name, id)
+	}
+	return n, nil
+}
