@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/faultnet"
 	"gregor/cluster/meta"
@@ -36,12 +37,16 @@ type Broker struct {
 	server *wire.Server
 	// net is the fault layer every connection of this broker goes through
 	// (inert unless the process runtime writes <data>/netfaults.json).
-	net *faultnet.Layer
-	meta   *localMeta
-	pids   *producerIDs
+	net  *faultnet.Layer
+	meta *localMeta // single-broker metadata; nil in a cluster
+	q    *quorum    // controller quorum link; nil for a single broker
+	pids *producerIDs
 
 	mu         sync.RWMutex
 	partitions map[tp]*replica.Partition
+	// fetchers replicate the partitions this broker follows, one per
+	// partition, for the (leader, epoch) the metadata names.
+	fetchers map[tp]*fetcher
 
 	stop      chan struct{}
 	stopWatch context.CancelFunc
@@ -58,8 +63,23 @@ func Start(cfg Config) (*Broker, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), partitions: map[tp]*replica.Partition{}, stop: make(chan struct{})}
+	b := &Broker{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), partitions: map[tp]*replica.Partition{},
+		fetchers: map[tp]*fetcher{}, stop: make(chan struct{})}
 	b.rcfg = replica.Config{NodeID: cfg.NodeID, ReplicaLagMax: cfg.ReplicaLagMax, Bugs: cfg.Bugs, Logger: b.log}
+	if len(cfg.Peers) > 0 {
+		b.rcfg.AlterISR = func(ctx context.Context, p meta.Partition, newISR []int32) {
+			b.mu.RLock()
+			q := b.q
+			b.mu.RUnlock()
+			if q == nil {
+				if rp := b.Partition(p.Topic, p.Index); rp != nil {
+					rp.ClearPendingISR()
+				}
+				return
+			}
+			q.alterISR(ctx, p, newISR)
+		}
+	}
 	b.cfg.Storage.Logger = b.log
 
 	host, portStr, err := net.SplitHostPort(cfg.Advertise)
@@ -81,17 +101,19 @@ func Start(cfg Config) (*Broker, error) {
 		ln.Close()
 		return nil, err
 	}
-	if b.meta, err = openLocalMeta(&b.cfg, host, int32(port)); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	if err := b.apply(b.meta.image()); err != nil {
-		ln.Close()
-		b.closePartitions()
-		return nil, err
+	b.net = faultnet.New(host)
+	if len(cfg.Peers) == 0 {
+		if b.meta, err = openLocalMeta(&b.cfg, host, int32(port)); err != nil {
+			ln.Close()
+			return nil, err
+		}
+		if err := b.apply(b.meta.image()); err != nil {
+			ln.Close()
+			b.closePartitions()
+			return nil, err
+		}
 	}
 	b.server = wire.NewServer(b, wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log})
-	b.net = faultnet.New(host)
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	b.stopWatch = stopWatch
 	b.wg.Add(3)
@@ -111,7 +133,19 @@ func Start(cfg Config) (*Broker, error) {
 		defer b.wg.Done()
 		b.housekeeping()
 	}()
-	b.log.Info("broker started", "listen", ln.Addr().String(), "advertise", b.cfg.Advertise, "data", cfg.DataDir)
+	if len(cfg.Peers) > 0 {
+		// The Kafka listener serves before registration: the active
+		// controller may be this very node, reached through it.
+		q, err := b.startQuorum(host, int32(port))
+		if err != nil {
+			b.crash()
+			return nil, err
+		}
+		b.mu.Lock()
+		b.q = q
+		b.mu.Unlock()
+	}
+	b.log.Info("broker started", "listen", ln.Addr().String(), "advertise", b.cfg.Advertise, "data", cfg.DataDir, "peers", len(cfg.Peers))
 	return b, nil
 }
 
@@ -121,19 +155,47 @@ func (b *Broker) Addr() string { return b.ln.Addr().String() }
 // Advertised is the address clients are told to use.
 func (b *Broker) Advertised() string { return b.cfg.Advertise }
 
-// Close stops serving and closes every partition cleanly (a controlled
-// shutdown: logs are synced and marked clean).
-func (b *Broker) Close() error {
+// Close is a controlled shutdown (SIGTERM): leadership moves away and the
+// broker leaves every ISR at once, then it stops serving and closes every
+// partition cleanly (logs synced and marked clean).
+func (b *Broker) Close() error { return b.shutdown(true) }
+
+// crash stops the broker without a controlled shutdown, as a SIGKILL would
+// end its protocol conversations (its files are closed normally; in-process
+// tests use it where a real kill would need a child process).
+func (b *Broker) crash() error { return b.shutdown(false) }
+
+func (b *Broker) shutdown(controlled bool) error {
 	select {
 	case <-b.stop:
 		return nil
 	default:
 	}
+	b.mu.RLock()
+	q := b.q
+	b.mu.RUnlock()
+	if q != nil && controlled {
+		q.shutdown(true, b.cfg.ShutdownTimeout)
+	}
 	close(b.stop)
+	if q != nil && !controlled {
+		q.shutdown(false, 0)
+	}
 	b.stopWatch()
+	b.stopFetchers()
 	b.server.Close()
 	b.wg.Wait()
 	return b.closePartitions()
+}
+
+func (b *Broker) stopFetchers() {
+	b.mu.Lock()
+	fs := b.fetchers
+	b.fetchers = map[tp]*fetcher{}
+	b.mu.Unlock()
+	for _, f := range fs {
+		f.stop()
+	}
 }
 
 func (b *Broker) closePartitions() error {
@@ -245,11 +307,16 @@ func (b *Broker) apply(im *meta.Image) error {
 				b.partitions[k] = p
 			}
 			p.Update(ps, minISR)
+			b.syncFetcher(k, p, ps)
 		}
 	}
 	for k, p := range b.partitions {
 		if want[k] {
 			continue
+		}
+		if f := b.fetchers[k]; f != nil {
+			go f.stop()
+			delete(b.fetchers, k)
 		}
 		p.Close()
 		delete(b.partitions, k)
@@ -258,6 +325,28 @@ func (b *Broker) apply(im *meta.Image) error {
 		}
 	}
 	return nil
+}
+
+// syncFetcher runs a fetcher for a partition this broker follows, for the
+// published leader and epoch, and stops any other. Caller holds mu.
+func (b *Broker) syncFetcher(k tp, p *replica.Partition, ps meta.Partition) {
+	f := b.fetchers[k]
+	follow := ps.Leader != meta.NoLeader && ps.Leader != b.cfg.NodeID && len(b.cfg.Peers) > 0
+	if f != nil && (!follow || f.leader != ps.Leader || f.epoch != ps.LeaderEpoch) {
+		// Stopping waits for an in-flight request (bounded); do it off the
+		// metadata path.
+		go f.stop()
+		delete(b.fetchers, k)
+		f = nil
+	}
+	if follow && f == nil {
+		select {
+		case <-b.stop:
+			return
+		default:
+		}
+		b.fetchers[k] = b.startFetcher(p, ps.Leader, ps.LeaderEpoch)
+	}
 }
 
 // --- wire.Backend ---
@@ -269,7 +358,18 @@ func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
 func (b *Broker) ClusterID() string { return b.cfg.ClusterID }
 
 // Image implements wire.Backend.
-func (b *Broker) Image() *meta.Image { return b.meta.image() }
+func (b *Broker) Image() *meta.Image {
+	b.mu.RLock()
+	q := b.q
+	b.mu.RUnlock()
+	if q != nil {
+		return q.current()
+	}
+	if b.meta == nil {
+		return meta.Empty()
+	}
+	return b.meta.image()
+}
 
 // Partition implements wire.Backend.
 func (b *Broker) Partition(topic string, index int32) *replica.Partition {
@@ -286,6 +386,9 @@ func (b *Broker) CreateTopic(ctx context.Context, spec wire.TopicSpec) (*meta.To
 	if spec.RF == -1 {
 		spec.RF = b.cfg.DefaultRF
 	}
+	if b.q != nil {
+		return b.q.createTopic(ctx, spec)
+	}
 	t, e, msg := b.meta.create(spec)
 	if e != nil || spec.ValidateOnly {
 		return t, e, msg
@@ -299,6 +402,9 @@ func (b *Broker) CreateTopic(ctx context.Context, spec wire.TopicSpec) (*meta.To
 
 // DeleteTopic implements wire.Backend.
 func (b *Broker) DeleteTopic(ctx context.Context, name string) (*kerr.Error, string) {
+	if b.q != nil {
+		return b.q.deleteTopic(ctx, name)
+	}
 	if e, msg := b.meta.delete(name); e != nil {
 		return e, msg
 	}
@@ -316,4 +422,22 @@ func (b *Broker) NewProducerID(ctx context.Context) (int64, int16, *kerr.Error) 
 		return -1, -1, kerr.KafkaStorageError
 	}
 	return id, 0, nil
+}
+
+// Controller implements wire.Backend: controller RPCs (and topic requests
+// forwarded by other brokers) go to this node's controller, which answers
+// NOT_CONTROLLER unless it is the active one.
+func (b *Broker) Controller(ctx context.Context, req kmsg.Request) (kmsg.Response, bool) {
+	b.mu.RLock()
+	q := b.q
+	b.mu.RUnlock()
+	if q == nil {
+		return nil, false
+	}
+	resp, err := q.ctrl.Handle(ctx, req)
+	if err != nil {
+		b.log.Warn("controller request", "key", req.Key(), "err", err)
+		return nil, false
+	}
+	return resp, true
 }

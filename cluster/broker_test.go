@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,7 +17,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+// quietLogger discards broker logs unless GREGOR_TEST_LOG is set (then
+// they go to stderr at debug level, for diagnosing a failing test).
+func quietLogger() *slog.Logger {
+	if os.Getenv("GREGOR_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
 
 func startBroker(t testing.TB, dir string, mod func(*Config)) *Broker {
 	t.Helper()

@@ -36,6 +36,23 @@ type Config struct {
 	RetentionCheckEvery time.Duration // log.retention.check.interval.ms
 
 	Bugs replica.Bugs
+	// ElectOutsideISR plants the controller bug: elect a leader outside the
+	// ISR although unclean election is off.
+	ElectOutsideISR bool
+
+	// Peers, when set, make this broker one node of a multi-broker cluster
+	// whose controller quorum (raft, combined mode) runs on every node.
+	// Without peers the broker is a cluster of one with local metadata.
+	Peers []Peer
+	// ControllerOnly makes this node a controller quorum voter that is not
+	// a broker (KRaft's process.roles=controller): the quorum can then
+	// outlive the loss of most brokers, as in seed 003's experiment.
+	ControllerOnly    bool
+	RaftTimeout       time.Duration // raft heartbeat/election timeout
+	SessionTimeout    time.Duration // broker.session.timeout.ms
+	HeartbeatInterval time.Duration // broker.heartbeat.interval.ms
+	// ShutdownTimeout bounds a controlled shutdown (moving leadership away).
+	ShutdownTimeout time.Duration
 
 	MaxRequestBytes int
 	Logger          *slog.Logger
@@ -68,6 +85,18 @@ func (c *Config) Defaults() {
 	if c.RetentionCheckEvery <= 0 {
 		c.RetentionCheckEvery = 30 * time.Second
 	}
+	if c.RaftTimeout <= 0 {
+		c.RaftTimeout = time.Second
+	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = 9 * time.Second // Kafka's default
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = min(2*time.Second, c.SessionTimeout/4) // Kafka: 2s
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 10 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -83,6 +112,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		return fmt.Errorf("no data directory: give --data DIR")
+	}
+	if c.HeartbeatInterval >= c.SessionTimeout {
+		return fmt.Errorf("heartbeat interval %v >= session timeout %v: every broker would be fenced; lower --heartbeat-interval", c.HeartbeatInterval, c.SessionTimeout)
 	}
 	if c.MinISR > int(c.DefaultRF) && c.DefaultRF > 0 && c.AutoCreateTopics {
 		return fmt.Errorf("min.insync.replicas %d > default replication factor %d: auto-created topics could never take acks=all writes; lower --min-isr or raise --default-rf", c.MinISR, c.DefaultRF)

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"errors"
 	"fmt"
 	"io"
 )
@@ -43,16 +42,17 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {
 	}
 	out := make([]byte, 0, min(want, avail))
 	// Bound: one iteration per segment, and the loop ends once a segment is cut short.
+	firstSize := first.Size()
 	for {
 		var more bool
-		if out, more, err = collect(seg, pos, out, maxBytes, upTo); err != nil {
+		if out, more, err = collect(seg, pos, out, maxBytes, firstSize, upTo); err != nil {
 			return nil, err
 		}
 		i++
 		if !more || i == len(l.segs) {
 			break
 		}
-		seg, pos = l.segs[i], 0
+		seg, pos, firstSize = l.segs[i], 0, 0
 	}
 	if len(out) == 0 {
 		return nil, nil
@@ -82,20 +82,12 @@ func (l *Log) locate(seg *segment, offset int64) (BatchHeader, int64, error) {
 }
 
 // collect appends to out the whole batches of seg from position pos while they stay under upTo
-// and maxBytes (the first batch of a Read always goes in). more reports that the segment was
-// exhausted with budget left, so the read may continue in the next segment.
-func collect(seg *segment, pos int64, out []byte, maxBytes int, upTo int64) ([]byte, bool, error) {
+// and maxBytes; firstSize, the size of the Read's first batch (0 after it), lets that batch in
+// whatever the budget. more reports that the segment was exhausted with budget left, so the read
+// may continue in the next segment.
+func collect(seg *segment, pos int64, out []byte, maxBytes, firstSize int, upTo int64) ([]byte, bool, error) {
 	avail := seg.size - pos
-	room := int64(maxBytes - len(out))
-	if len(out) == 0 {
-		var hdr [BatchHeaderSize]byte
-		if _, err := seg.readAt(hdr[:], pos); err != nil && !errors.Is(err, io.EOF) {
-			return out, false, err
-		}
-		if h, err := ParseBatchHeader(hdr[:]); err == nil {
-			room = max(room, int64(h.Size()))
-		}
-	}
+	room := max(int64(maxBytes-len(out)), int64(firstSize))
 	n := min(room, avail)
 	if n < BatchHeaderSize {
 		return out, avail == 0, nil

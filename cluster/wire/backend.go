@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/meta"
 	"gregor/cluster/replica"
@@ -35,4 +36,12 @@ type TopicSpec struct {
 	RF           int16
 	Configs      map[string]string
 	ValidateOnly bool
+}
+
+// ControllerBackend is implemented by brokers that take part in a
+// controller quorum.
+type ControllerBackend interface {
+	// Controller hands a controller RPC to this node's controller; false
+	// when the broker has none (a single broker with local metadata).
+	Controller(ctx context.Context, req kmsg.Request) (kmsg.Response, bool)
 }

@@ -73,10 +73,7 @@ func (s *Server) decode(frame []byte) (header, kmsg.Request, reply, error) {
 			return hdr, nil, reply{raw: raw}, nil
 		}
 		s.log.Warn("unsupported request", "key", hdr.key, "name", kmsg.NameForKey(hdr.key), "version", hdr.version, "client", hdr.clientID)
-		raw := binary.BigEndian.AppendUint32(nil, 6)
-		raw = binary.BigEndian.AppendUint32(raw, uint32(hdr.correlationID))
-		raw = binary.BigEndian.AppendUint16(raw, uint16(kerr.UnsupportedVersion.Code))
-		return hdr, nil, reply{raw: raw, closeAfter: true}, nil
+		return hdr, nil, unsupported(hdr), nil
 	}
 	req := kmsg.RequestForKey(hdr.key)
 	req.SetVersion(hdr.version)
@@ -125,7 +122,19 @@ func uvarint(b []byte) (uint64, []byte, error) {
 	return v, b[n:], nil
 }
 
+// unsupported answers UNSUPPORTED_VERSION in place of a response body and
+// closes the connection: the client cannot parse anything else.
+func unsupported(hdr header) reply {
+	raw := binary.BigEndian.AppendUint32(nil, 6)
+	raw = binary.BigEndian.AppendUint32(raw, uint32(hdr.correlationID))
+	raw = binary.BigEndian.AppendUint16(raw, uint16(kerr.UnsupportedVersion.Code))
+	return reply{raw: raw, closeAfter: true}
+}
+
 func (s *Server) dispatch(ctx context.Context, hdr header, req kmsg.Request) reply {
+	if (hdr.key == 19 || hdr.key == 20) && forwarded(hdr) {
+		return handleController(s, ctx, hdr, req)
+	}
 	return apis[hdr.key].handle(s, ctx, hdr, req)
 }
 

@@ -1,0 +1,204 @@
+package checker
+
+import (
+	"slices"
+
+	"gregor/history"
+)
+
+// collector counts every anomaly and keeps the first few examples of each.
+// Invariant: len(examples[name]) <= max and <= counts[name].
+type collector struct {
+	max      int
+	examples map[string][]Example
+	counts   map[string]int
+}
+
+func newCollector(max int) *collector {
+	return &collector{max: max, examples: make(map[string][]Example), counts: make(map[string]int)}
+}
+
+// add counts one anomaly; ex builds its example only when it will be kept.
+func (c *collector) add(name string, ex func() Example) {
+	c.counts[name]++
+	if len(c.examples[name]) < c.max {
+		c.examples[name] = append(c.examples[name], ex())
+	}
+}
+
+// checkWrites finds lost-write, unseen, G1a, duplicate and
+// inconsistent-offsets from the per-key tables.
+func checkWrites(ix *index, col *collector) {
+	for _, name := range ix.order {
+		k := ix.keys[name]
+		for si := range k.sends {
+			s := &k.sends[si]
+			c := &ix.calls[s.call]
+			switch {
+			case c.typ == history.OK && !s.read:
+				anomaly := Unseen
+				if s.ack >= 0 && s.ack < k.maxRead {
+					anomaly = LostWrite
+				}
+				col.add(anomaly, func() Example {
+					ex := Example{Key: name, Value: i64(s.value), Ops: []OpRef{refMop(c, name, s.ack, s.value)}}
+					if s.ack >= 0 {
+						ex.Offset = i64(s.ack)
+					}
+					if k.maxRead >= 0 {
+						ex.MaxReadOffset = i64(k.maxRead)
+					}
+					if anomaly == Unseen && s.ack < 0 {
+						ex.Note = "acknowledged without an offset; cannot tell lost from late"
+					}
+					return ex
+				})
+			case c.typ == history.Fail && s.read:
+				col.add(G1a, func() Example {
+					r := &ix.calls[s.reader]
+					return Example{Key: name, Value: i64(s.value), Offsets: s.offsets,
+						Ops: []OpRef{refMop(c, name, -1, s.value), refMop(r, name, s.offsets[0], s.value)}}
+				})
+			}
+			if len(s.offsets) > 1 {
+				col.add(Duplicate, func() Example {
+					ex := Example{Key: name, Value: i64(s.value), Offsets: slices.Sorted(slices.Values(s.offsets)),
+						Ops: []OpRef{refMop(c, name, s.ack, s.value)}}
+					for _, o := range ex.Offsets {
+						if o != s.ack && int(o) < len(k.slots) && k.slots[o].first >= 0 {
+							ex.Ops = append(ex.Ops, refMop(&ix.calls[k.slots[o].first], name, o, s.value))
+						}
+					}
+					return ex
+				})
+			}
+		}
+		if len(k.conflicts) == 0 {
+			continue
+		}
+		offs := make([]int64, 0, len(k.conflicts))
+		for o := range k.conflicts {
+			offs = append(offs, o)
+		}
+		slices.Sort(offs)
+		for _, o := range offs {
+			col.add(InconsistentOffsets, func() Example {
+				s := k.slots[o]
+				ex := Example{Key: name, Offset: i64(o), Values: []int64{s.value},
+					Ops: []OpRef{refMop(&ix.calls[s.first], name, o, s.value)}}
+				for _, x := range k.conflicts[o] {
+					ex.Values = append(ex.Values, x.value)
+					ex.Ops = append(ex.Ops, refMop(&ix.calls[x.call], name, o, x.value))
+				}
+				return ex
+			})
+		}
+	}
+}
+
+// procKey identifies one process's view of one key.
+type procKey struct {
+	proc history.Process
+	key  string
+}
+
+// lastSeen is where a process last was on a key.
+type lastSeen struct {
+	offset int64
+	value  int64
+	call   int32
+}
+
+// checkOrder finds nonmonotonic-send, poll-skip and nonmonotonic-poll by
+// walking each process's operations in completion order. A process's poll
+// position is forgotten at an assign or subscribe (including a rebalance
+// event), a crash, and an indeterminate poll, since each may legitimately
+// move the consumer.
+func checkOrder(ix *index, col *collector) {
+	sends := make(map[procKey]lastSeen)
+	polls := make(map[procKey]lastSeen)
+	forget := func(p history.Process) {
+		for pk := range polls {
+			if pk.proc == p {
+				delete(polls, pk)
+			}
+		}
+	}
+	for ci := range ix.calls {
+		c := &ix.calls[ci]
+		if c.proc == history.Nemesis {
+			continue
+		}
+		switch c.f {
+		case history.FAssign, history.FSubscribe, history.FCrash:
+			forget(c.proc)
+			continue
+		}
+		if c.typ == history.Info && hasPoll(c) {
+			forget(c.proc)
+		}
+		if c.typ != history.OK {
+			continue
+		}
+		for _, m := range c.mops() {
+			switch m.Kind {
+			case history.MopSend:
+				if m.Offset < 0 {
+					continue
+				}
+				pk := procKey{c.proc, m.Key}
+				prev, ok := sends[pk]
+				if ok && m.Offset < prev.offset {
+					col.add(NonmonotonicSend, func() Example {
+						pc := &ix.calls[prev.call]
+						return Example{Key: m.Key, Process: proc(c.proc), Offsets: []int64{prev.offset, m.Offset},
+							Ops: []OpRef{refMop(pc, m.Key, prev.offset, prev.value), refMop(c, m.Key, m.Offset, m.Value)}}
+					})
+				}
+				sends[pk] = lastSeen{m.Offset, m.Value, int32(ci)}
+			case history.MopPoll:
+				for _, kr := range m.Polls {
+					k := ix.keys[kr.Key]
+					pk := procKey{c.proc, kr.Key}
+					prev, ok := polls[pk]
+					for _, r := range kr.Records {
+						if ok {
+							switch {
+							case r.Offset <= prev.offset:
+								col.add(NonmonotonicPoll, func() Example {
+									return Example{Key: kr.Key, Process: proc(c.proc), Offsets: []int64{prev.offset, r.Offset},
+										Ops: []OpRef{refMop(&ix.calls[prev.call], kr.Key, prev.offset, prev.value), refMop(c, kr.Key, r.Offset, r.Value)}}
+								})
+							case k.readBetween(prev.offset, r.Offset):
+								col.add(PollSkip, func() Example {
+									var skipped []int64
+									for o := prev.offset + 1; o < r.Offset && len(skipped) < 16; o++ {
+										if k.slots[o].read {
+											skipped = append(skipped, o)
+										}
+									}
+									return Example{Key: kr.Key, Process: proc(c.proc), Offsets: []int64{prev.offset, r.Offset}, Values: nil,
+										Note: "skipped offsets that polls read: " + fmtInts(skipped),
+										Ops:  []OpRef{refMop(&ix.calls[prev.call], kr.Key, prev.offset, prev.value), refMop(c, kr.Key, r.Offset, r.Value)}}
+								})
+							}
+						}
+						prev, ok = lastSeen{r.Offset, r.Value, int32(ci)}, true
+					}
+					if ok {
+						polls[pk] = prev
+					}
+				}
+			}
+		}
+	}
+}
+
+func hasPoll(c *call) bool {
+	for _, m := range c.mops() {
+		if m.Kind == history.MopPoll {
+			return true
+		}
+	}
+	return false
+}

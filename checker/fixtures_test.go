@@ -1,0 +1,199 @@
+package checker
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gregor/history"
+)
+
+func readFixture(t *testing.T, name string) []history.Op {
+	t.Helper()
+	ops, _, warns, err := history.ReadFile(filepath.Join("testdata", name+".jsonl"))
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("%s: %v %v", name, err, warns)
+	}
+	return ops
+}
+
+// Each fixture holds exactly one anomaly; the checker must name it, and only
+// it, with the operations (by index) that show it.
+func TestFixturesNameExactlyTheirAnomaly(t *testing.T) {
+	cases := []struct {
+		anomaly string
+		ops     []int64 // indexes the first example must name
+		key     string
+	}{
+		{LostWrite, []int64{3}, "t/0"},
+		{Unseen, []int64{3}, "t/0"},
+		{Duplicate, []int64{3, 7}, "t/0"},
+		{InconsistentOffsets, []int64{3, 13}, "t/0"},
+		{NonmonotonicSend, []int64{1, 1}, "t/0"},
+		{PollSkip, []int64{9, 11}, "t/0"},
+		{NonmonotonicPoll, []int64{5, 7}, "t/0"},
+		{G1a, []int64{1, 5}, "t/0"},
+		{CommittedSkip, []int64{7}, "t/0"},
+		{Redelivered, []int64{6, 12}, "t/0"},
+		{Nonlinearizable, []int64{3, 5}, "t/0"},
+	}
+	if len(cases) != len(AnomalyNames) {
+		t.Fatalf("%d fixtures for %d anomaly names", len(cases), len(AnomalyNames))
+	}
+	for _, c := range cases {
+		t.Run(c.anomaly, func(t *testing.T) {
+			out := t.TempDir()
+			res, err := Check(readFixture(t, c.anomaly), nil, Options{OutDir: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Valid != ValidFalse {
+				t.Errorf("valid = %v, want false", res.Valid)
+			}
+			var found []string
+			for name := range res.Counts {
+				found = append(found, name)
+			}
+			if len(found) != 1 || found[0] != c.anomaly || res.Counts[c.anomaly] != 1 {
+				t.Fatalf("anomalies %v, want exactly one %s; result:\n%s", res.Counts, c.anomaly, res.JSON())
+			}
+			if _, ok := res.Forbidden[c.anomaly]; !ok {
+				t.Errorf("%s not forbidden without a configuration", c.anomaly)
+			}
+			ex := res.Anomalies[c.anomaly][0]
+			var got []int64
+			for _, r := range ex.Ops {
+				got = append(got, r.Index)
+				if r.Key != c.key {
+					t.Errorf("op %d names key %q", r.Index, r.Key)
+				}
+			}
+			if !slices.Equal(got, c.ops) {
+				t.Errorf("example names ops %v, want %v:\n%s", got, c.ops, res.JSON())
+			}
+			if c.anomaly == Nonlinearizable {
+				if ex.Visualization == "" {
+					t.Fatal("no visualization path")
+				}
+				b, err := os.ReadFile(ex.Visualization)
+				if err != nil || !strings.Contains(string(b), "<html") {
+					t.Fatalf("visualization %s: %v", ex.Visualization, err)
+				}
+				if res.Linearizability["t/0"].Status != "illegal" {
+					t.Errorf("key status %q", res.Linearizability["t/0"].Status)
+				}
+			}
+		})
+	}
+}
+
+func TestCleanAndIndeterminateFixturesPass(t *testing.T) {
+	for _, name := range []string{"clean", "indeterminate-missing"} {
+		res, err := Check(readFixture(t, name), nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Valid != ValidTrue || len(res.Counts) != 0 {
+			t.Errorf("%s: valid %v, anomalies %v", name, res.Valid, res.Counts)
+		}
+		if res.ConfigNote == "" || !strings.Contains(res.ConfigNote, "forbidden") {
+			t.Errorf("%s: config note %q does not say every anomaly is forbidden", name, res.ConfigNote)
+		}
+	}
+}
+
+func TestIndeterminateFixtureAvailability(t *testing.T) {
+	res, err := Check(readFixture(t, "indeterminate-missing"), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.Availability
+	// 10 ok; 11, 12 info; 13 fail; 14 never completed (info).
+	if a.Sends != 5 || a.OK != 1 || a.Fail != 1 || a.Info != 3 {
+		t.Fatalf("availability %+v", a)
+	}
+	if a.ErrorsByCode["NOT_ENOUGH_REPLICAS"] != 1 || a.ErrorsByCode["REQUEST_TIMED_OUT"] != 1 || a.ErrorsByCode["NETWORK_EXCEPTION"] != 1 {
+		t.Fatalf("errors by code %v", a.ErrorsByCode)
+	}
+	// The only ok send completes at 200; the history runs from 100 to 1200.
+	if a.LongestOutage.From != 200 || a.LongestOutage.To != 1200 {
+		t.Fatalf("longest outage %+v", a.LongestOutage)
+	}
+}
+
+func TestCleanFixtureRecovery(t *testing.T) {
+	res, err := Check(readFixture(t, "clean"), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := res.Availability.Recovery
+	// The kill completes at 500; the first ok send invoked after it completes at 700.
+	if len(rec) != 1 || rec[0].RecoverNs["t/0"] != 200 {
+		t.Fatalf("recovery %+v", rec)
+	}
+}
+
+func TestNoReadsIsUnknown(t *testing.T) {
+	ops := readFixture(t, "clean")
+	var sendsOnly []history.Op
+	for _, op := range ops {
+		if op.F == history.FSend {
+			sendsOnly = append(sendsOnly, op)
+		}
+	}
+	res, err := Check(sendsOnly, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every ok send is unseen (forbidden) -> false; without sends at all -> unknown.
+	if res.Valid != ValidFalse {
+		t.Errorf("sends without reads: valid %v", res.Valid)
+	}
+	res, err = Check(nil, nil, Options{})
+	if err != nil || res.Valid != ValidUnknown || len(res.UnknownReasons) == 0 {
+		t.Errorf("empty history: valid %v, reasons %v, err %v", res.Valid, res.UnknownReasons, err)
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	op := func(i int64, p history.Process, typ history.Type, f string) history.Op {
+		o := history.Op{Index: i, Time: i * 10, Process: p, Type: typ, F: f}
+		if f == history.FSend {
+			o.Mops = []history.Mop{history.Send("t/0", i)}
+		}
+		return o
+	}
+	cases := map[string][]history.Op{
+		"two open ops":     {op(0, 0, history.Invoke, "send"), op(1, 0, history.Invoke, "send")},
+		"orphan ok":        {op(0, 0, history.OK, "send")},
+		"mismatched f":     {op(0, 0, history.Invoke, "send"), op(1, 0, history.OK, "poll")},
+		"value sent twice": {op(0, 0, history.Invoke, "send"), op(1, 0, history.OK, "send"), op(2, 1, history.Invoke, "send"), op(3, 1, history.OK, "send")},
+	}
+	// make the last case reuse one value
+	cases["value sent twice"][2].Mops = []history.Mop{history.Send("t/0", 0)}
+	cases["value sent twice"][3].Mops = []history.Mop{history.Send("t/0", 0)}
+	cases["value sent twice"][1].Mops = []history.Mop{history.Send("t/0", 0)}
+	for name, ops := range cases {
+		_, err := Check(ops, nil, Options{})
+		var ie *InputError
+		if err == nil || !errorsAs(err, &ie) {
+			t.Errorf("%s: want an InputError, got %v", name, err)
+		}
+	}
+}
+
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND means the leader may have appended the
+// batch (seed 003): reading it is not an aborted read.
+func TestAfterAppendFailureIsIndeterminate(t *testing.T) {
+	ops := readFixture(t, "G1a")
+	ops[1].Error = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+	res, err := Check(ops, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Valid != ValidTrue || len(res.Counts) != 0 || res.Availability.Info != 1 {
+		t.Fatalf("valid %v counts %v availability %+v", res.Valid, res.Counts, res.Availability)
+	}
+}

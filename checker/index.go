@@ -1,0 +1,252 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+
+	"gregor/history"
+)
+
+// maxOffset bounds offsets so the dense per-offset table stays in memory; a
+// test writes far fewer records than this per partition.
+const maxOffset = 1 << 28
+
+// slot is what the history says about one offset of a key.
+type slot struct {
+	value int64 // first value observed here
+	first int32 // call that observed it first; -1 when nothing was observed
+	read  bool  // some poll read this offset
+}
+
+// sendRec is one send micro-op and what became of its value.
+type sendRec struct {
+	call  int32 // position in calls
+	value int64
+	ack   int64 // acknowledged offset, or history.NoOffset
+	// offsets where the value was observed (ack or read), distinct, in order
+	// observed. Invariant: more than one entry means a duplicate.
+	offsets []int64
+	read    bool
+	reader  int32 // first poll call that read it; -1 if none
+}
+
+// pollRec is one ok poll's records of one key.
+type pollRec struct {
+	call int32
+	recs []history.Record
+}
+
+// obs is an extra value observed at an offset that already had another.
+type obs struct {
+	value int64
+	call  int32
+}
+
+// keyIndex gathers one key's sends, reads and per-offset table.
+type keyIndex struct {
+	name      string
+	slots     []slot
+	conflicts map[int64][]obs // offset -> values other than slots[offset].value
+	sends     []sendRec
+	byValue   map[int64]int32 // value -> position in sends
+	polls     []pollRec
+	// maxRead is the highest offset any poll read; -1 if none.
+	maxRead int64
+	// readPrefix[o] counts read offsets below o; built by finish.
+	readPrefix []int32
+}
+
+func newKeyIndex(name string) *keyIndex {
+	return &keyIndex{name: name, byValue: make(map[int64]int32), maxRead: -1}
+}
+
+func (k *keyIndex) observe(offset, value int64, c int32, read bool) error {
+	if offset < 0 || offset >= maxOffset {
+		return fmt.Errorf("key %q: offset %d out of range [0, %d)", k.name, offset, maxOffset)
+	}
+	for int64(len(k.slots)) <= offset {
+		k.slots = append(k.slots, slot{first: -1})
+	}
+	s := &k.slots[offset]
+	if read {
+		s.read = true
+		if offset > k.maxRead {
+			k.maxRead = offset
+		}
+	}
+	if s.first < 0 {
+		s.value, s.first = value, c
+		return nil
+	}
+	if s.value == value {
+		return nil
+	}
+	if k.conflicts == nil {
+		k.conflicts = make(map[int64][]obs)
+	}
+	for _, o := range k.conflicts[offset] {
+		if o.value == value {
+			return nil
+		}
+	}
+	k.conflicts[offset] = append(k.conflicts[offset], obs{value, c})
+	return nil
+}
+
+// assigned reports whether any op observed a record at offset.
+func (k *keyIndex) assigned(offset int64) bool {
+	return offset >= 0 && offset < int64(len(k.slots)) && k.slots[offset].first >= 0
+}
+
+// readBetween reports whether some poll read an offset in (lo, hi).
+func (k *keyIndex) readBetween(lo, hi int64) bool {
+	if hi-lo < 2 {
+		return false
+	}
+	a, b := lo+1, hi
+	if a < 0 {
+		a = 0
+	}
+	n := int64(len(k.readPrefix)) - 1
+	if b > n {
+		b = n
+	}
+	if a >= b {
+		return false
+	}
+	return k.readPrefix[b]-k.readPrefix[a] > 0
+}
+
+func (k *keyIndex) finish() {
+	k.readPrefix = make([]int32, len(k.slots)+1)
+	for i, s := range k.slots {
+		k.readPrefix[i+1] = k.readPrefix[i]
+		if s.read {
+			k.readPrefix[i+1]++
+		}
+	}
+}
+
+// index is the whole history's per-key view.
+type index struct {
+	calls []call
+	keys  map[string]*keyIndex
+	order []string // keys in first-seen order, for deterministic output
+	stats Stats
+}
+
+func (ix *index) key(name string) *keyIndex {
+	k, ok := ix.keys[name]
+	if !ok {
+		k = newKeyIndex(name)
+		ix.keys[name] = k
+		ix.order = append(ix.order, name)
+	}
+	return k
+}
+
+// buildIndex registers every send first (a poll may complete before the send
+// it read), then every read.
+func buildIndex(calls []call) (*index, error) {
+	ix := &index{calls: calls, keys: make(map[string]*keyIndex)}
+	// Count sends per key first so each key's value map is sized once
+	// instead of rehashing as it grows.
+	perKey := make(map[string]int)
+	for ci := range calls {
+		c := &calls[ci]
+		if c.event || c.proc == history.Nemesis {
+			continue
+		}
+		for _, m := range c.mops() {
+			if m.Kind == history.MopSend {
+				perKey[m.Key]++
+			}
+		}
+	}
+	for name, n := range perKey {
+		k := ix.key(name)
+		k.byValue = make(map[int64]int32, n)
+		k.sends = make([]sendRec, 0, n)
+	}
+	slices.Sort(ix.order) // map order above is random; keep output deterministic
+	for ci := range calls {
+		c := &calls[ci]
+		if c.event || c.proc == history.Nemesis {
+			continue
+		}
+		for _, m := range c.mops() {
+			if m.Kind != history.MopSend {
+				continue
+			}
+			ix.stats.Sends++
+			k := ix.key(m.Key)
+			if prev, dup := k.byValue[m.Value]; dup {
+				return nil, &InputError{c.index, c.pos, fmt.Sprintf("value %d sent to key %q twice (also by op %d); values must be unique per key",
+					m.Value, m.Key, calls[k.sends[prev].call].index)}
+			}
+			ack := history.NoOffset
+			if c.typ == history.OK && m.Offset >= 0 {
+				ack = m.Offset
+			}
+			k.byValue[m.Value] = int32(len(k.sends))
+			k.sends = append(k.sends, sendRec{call: int32(ci), value: m.Value, ack: ack, reader: -1})
+			if ack >= 0 {
+				if err := k.observe(ack, m.Value, int32(ci), false); err != nil {
+					return nil, &InputError{c.cindex, c.pos, err.Error()}
+				}
+				s := &k.sends[len(k.sends)-1]
+				s.offsets = append(s.offsets, ack)
+			}
+		}
+	}
+	for ci := range calls {
+		c := &calls[ci]
+		if c.typ != history.OK || c.event || c.proc == history.Nemesis {
+			continue
+		}
+		for _, m := range c.op.Mops {
+			if m.Kind != history.MopPoll || m.Polls == nil {
+				continue
+			}
+			ix.stats.Polls++
+			for _, kr := range m.Polls {
+				k := ix.key(kr.Key)
+				if len(kr.Records) == 0 {
+					continue
+				}
+				k.polls = append(k.polls, pollRec{call: int32(ci), recs: kr.Records})
+				for _, r := range kr.Records {
+					ix.stats.Records++
+					if err := k.observe(r.Offset, r.Value, int32(ci), true); err != nil {
+						return nil, &InputError{c.cindex, c.pos, err.Error()}
+					}
+					si, ok := k.byValue[r.Value]
+					if !ok {
+						continue // a value nobody sent: the linearizability check names it
+					}
+					s := &k.sends[si]
+					if !s.read {
+						s.read, s.reader = true, int32(ci)
+					}
+					if !containsInt(s.offsets, r.Offset) {
+						s.offsets = append(s.offsets, r.Offset)
+					}
+				}
+			}
+		}
+	}
+	for _, k := range ix.keys {
+		k.finish()
+	}
+	ix.stats.Keys = len(ix.keys)
+	return ix, nil
+}
+
+func containsInt(xs []int64, x int64) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

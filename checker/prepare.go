@@ -1,0 +1,129 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"gregor/history"
+)
+
+// InputError says why a history cannot be checked: it breaks the format's
+// rules (section 4) in a way no check could interpret.
+type InputError struct {
+	Index int64 // the op's index
+	Pos   int   // position of the op in the slice given to Check
+	Msg   string
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("op %d: %s", e.Index, e.Msg) }
+
+// never is the return time of an indeterminate operation: it may take effect
+// at any time after its invocation.
+const never = math.MaxInt64
+
+// call is one completed operation: an invoke paired with its completion, or a
+// standalone event.
+type call struct {
+	pos     int   // position of the completion (or event) in the input
+	index   int64 // index of the invoke (of the event when standalone)
+	cindex  int64 // index of the completion
+	proc    history.Process
+	f       string
+	typ     history.Type // OK, Fail or Info; never Invoke
+	start   int64        // invoke time
+	end     int64        // completion time; never for Info
+	endSeen int64        // completion time as observed, also for Info
+	op      *history.Op  // the completion (or event)
+	inv     *history.Op  // the invoke; nil for standalone events
+	event   bool         // standalone line without an invoke
+}
+
+// sendMops returns the send micro-ops with the best knowledge: the
+// completion's when it carries them (offsets), else the invoke's.
+func (c *call) mops() []history.Mop {
+	if len(c.op.Mops) > 0 {
+		return c.op.Mops
+	}
+	if c.inv != nil {
+		return c.inv.Mops
+	}
+	return nil
+}
+
+// standalone says which f may appear as a completion without an invoke.
+func standalone(op *history.Op) bool {
+	if op.Process == history.Nemesis {
+		return true
+	}
+	switch op.F {
+	case history.FProcess, history.FAssign, history.FSubscribe, history.FCrash:
+		return true
+	}
+	return false
+}
+
+// afterAppendErr is Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND: the leader
+// appended the batch before the ISR shrank, so the record may exist (seed 003:
+// "leader 可能已经写了"). A send failing with it is indeterminate, not failed.
+const afterAppendErr = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+
+// pair turns lines into calls in completion order. An invoke still pending at
+// the end of the history becomes an Info call (the harness stopped waiting).
+func pair(ops []history.Op) ([]call, error) {
+	calls := make([]call, 0, len(ops)/2+1)
+	pending := make(map[history.Process]int) // process -> position of its open invoke
+	for i := range ops {
+		op := &ops[i]
+		if op.Type == history.Invoke {
+			if j, ok := pending[op.Process]; ok {
+				if op.Process == history.Nemesis {
+					// The nemesis may overlap its own operations; keep the latest.
+					pending[op.Process] = i
+					continue
+				}
+				return nil, &InputError{op.Index, i, fmt.Sprintf("process %v invokes %q while op %d is still open (a process runs one operation at a time)", op.Process, op.F, ops[j].Index)}
+			}
+			pending[op.Process] = i
+			continue
+		}
+		j, open := pending[op.Process]
+		if !open || ops[j].F != op.F {
+			if !standalone(op) {
+				if open {
+					return nil, &InputError{op.Index, i, fmt.Sprintf("process %v completes %q but its open op %d is %q", op.Process, op.F, ops[j].Index, ops[j].F)}
+				}
+				return nil, &InputError{op.Index, i, fmt.Sprintf("process %v completes %q without an invoke", op.Process, op.F)}
+			}
+			calls = append(calls, call{pos: i, index: op.Index, cindex: op.Index, proc: op.Process, f: op.F,
+				typ: op.Type, start: op.Time, end: op.Time, endSeen: op.Time, op: op, event: true})
+			continue
+		}
+		delete(pending, op.Process)
+		inv := &ops[j]
+		if op.Time < inv.Time {
+			return nil, &InputError{op.Index, i, fmt.Sprintf("completes at time %d before its invoke %d at %d", op.Time, inv.Index, inv.Time)}
+		}
+		c := call{pos: i, index: inv.Index, cindex: op.Index, proc: op.Process, f: op.F, typ: op.Type,
+			start: inv.Time, end: op.Time, endSeen: op.Time, op: op, inv: inv}
+		if c.typ == history.Fail && op.Error == afterAppendErr {
+			c.typ = history.Info
+		}
+		if c.typ == history.Info {
+			c.end = never
+		}
+		calls = append(calls, c)
+	}
+	// Invokes never completed, in input order so results are deterministic.
+	var open []int
+	for _, j := range pending {
+		open = append(open, j)
+	}
+	slices.Sort(open)
+	for _, j := range open {
+		inv := &ops[j]
+		calls = append(calls, call{pos: j, index: inv.Index, cindex: inv.Index, proc: inv.Process, f: inv.F,
+			typ: history.Info, start: inv.Time, end: never, endSeen: inv.Time, op: inv, inv: inv})
+	}
+	return calls, nil
+}

@@ -1,0 +1,159 @@
+package checker
+
+import (
+	"strconv"
+	"strings"
+
+	"gregor/history"
+)
+
+// Expected verdicts: which anomalies a configuration allows under the nemeses
+// it ran with, and why, in the words of the seeds (../shared/seeds).
+//
+// An anomaly is allowed when at least one rule below applies; its reason
+// lists every rule that applies. Otherwise it is forbidden: seeing it means a
+// bug in the system under test. Planted bugs change nothing here: they make
+// forbidden anomalies expected, and the checker still reports them forbidden.
+// With no configuration every anomaly is forbidden; with no faults, nothing
+// is allowed.
+//
+// Fault classes (nemeses):
+//
+//	leader-loss   kill, stop, pause, partition, power-loss: can take the leader
+//	              away, so a new leader (missing the old one's tail) takes over
+//	no-ISR        the same set: repeated, they can leave no ISR member alive
+//	any           every nemesis including slow and client-crash
+//
+// The table (L = a leader-loss fault is used):
+//
+//	anomaly                         allowed when
+//	lost-write, unseen,             acks=0 and any fault; acks=1 and L;
+//	inconsistent-offsets,           acks=all, min ISR <= 1 (or RF 1) and L;
+//	nonmonotonic-send,              unclean=true and L;
+//	nonlinearizable                 power-loss, lazyfs, fsync not "always", target all or majority
+//	duplicate                       idempotence off and any fault (retries re-send)
+//	nonmonotonic-send (also)        idempotence off, max in-flight > 1 and any fault
+//	poll-skip, nonmonotonic-poll    unclean=true and L; the power-loss rule above
+//	                                (records consumers read can vanish, positions reset)
+//	G1a                             never
+//	committed-skip                  (auto-commit or commit before processing) and any fault
+//	redelivered                     (auto-commit or commit after processing) and any fault
+//
+// Why the loss-derived anomalies follow loss: a lost acknowledged tail is
+// overwritten by the next records at the same offsets (inconsistent-offsets,
+// and a process's next send lands below its previous one: nonmonotonic-send),
+// and the log is then no longer one history of appends (nonlinearizable).
+// Consumers only read below the high watermark, which every ISR member holds,
+// so only unclean election and power loss of the ISR can remove records a
+// poll already returned and move consumer positions (poll-skip,
+// nonmonotonic-poll); acks=1 loses only records no consumer saw.
+func Expect(cfg *history.Config) map[string]Verdict {
+	out := make(map[string]Verdict, len(AnomalyNames))
+	if cfg == nil {
+		for _, a := range AnomalyNames {
+			out[a] = Verdict{false, "no configuration given: every anomaly is treated as forbidden"}
+		}
+		return out
+	}
+	reasons := make(map[string][]string)
+	allow := func(why string, anomalies ...string) {
+		for _, a := range anomalies {
+			reasons[a] = append(reasons[a], why)
+		}
+	}
+	leaderLoss := false
+	for _, n := range []string{"kill", "stop", "pause", "partition", "power-loss"} {
+		leaderLoss = leaderLoss || cfg.HasNemesis(n)
+	}
+	anyFault := false
+	for _, n := range cfg.Nemeses {
+		if n != "" && n != "none" {
+			anyFault = true
+		}
+	}
+	lossSet := []string{LostWrite, Unseen, InconsistentOffsets, NonmonotonicSend, Nonlinearizable}
+	minISR := cfg.MinISR
+	if cfg.RF > 0 && (minISR <= 0 || cfg.RF < minISR) {
+		minISR = min(max(minISR, 1), cfg.RF)
+	}
+	switch {
+	case cfg.Acks == "0" && anyFault:
+		allow("acks=0: the producer counts a send as done without waiting for the broker; a lost packet or a dead broker goes unnoticed and the record is lost (seed 002)", lossSet...)
+	case cfg.Acks == "1" && leaderLoss:
+		allow("acks=1: the leader acknowledges before followers copy; a leader crash loses the tail, the new leader never had it and consumers never read it (seeds 000 §2.2, 002)", lossSet...)
+	case cfg.Acks == "all" && minISR <= 1 && leaderLoss:
+		allow("acks=all with min.insync.replicas=1: once the ISR shrinks to the leader alone, acks=all acknowledges like acks=1 and a leader failure can lose acknowledged records (seeds 002, 003: \"ISR 缩到 1 时照样写，照样可能丢\")", lossSet...)
+	}
+	if cfg.Unclean && leaderLoss {
+		why := "unclean.leader.election.enable=true: when no ISR member is alive an out-of-sync replica becomes leader and acknowledged records beyond its log are lost for good (seeds 000, 001 §5)"
+		allow(why, lossSet...)
+		allow(why+"; consumers that read them find their position beyond the new log end and are reset", PollSkip, NonmonotonicPoll)
+	}
+	if cfg.HasNemesis("power-loss") && cfg.LazyFS && cfg.Fsync != "always" &&
+		(cfg.NemesisTarget == "all" || cfg.NemesisTarget == "majority") {
+		why := "fsync " + orDefault(cfg.Fsync, "never") + " with lazyfs power loss on " + cfg.NemesisTarget +
+			" nodes: acknowledged records live only in the page cache of every replica that holds them, and a power cut on all of them loses them even with acks=all (Kafka relies on replication, not fsync)"
+		allow(why, lossSet...)
+		allow(why, PollSkip, NonmonotonicPoll)
+	}
+	if !cfg.Idempotence && anyFault {
+		allow("enable.idempotence=false: a producer retries a batch whose acknowledgement was lost and the broker appends it again (seed 002: idempotence is what removes duplicates from retries)", Duplicate)
+		if cfg.MaxInFlight > 1 {
+			allow("enable.idempotence=false with max.in.flight.requests.per.connection > 1: a retried batch can land after a later one, reordering a producer's records (seed 002)", NonmonotonicSend)
+		}
+	}
+	atMostOnce := cfg.AutoCommit || cfg.CommitMode == "before-processing"
+	if atMostOnce && anyFault {
+		why := "enable.auto.commit=true commits the position poll() returned, before the application processed the records; a consumer that fails mid-batch skips them: at-most-once (seed 002)"
+		if !cfg.AutoCommit {
+			why = "commit before processing: the offset is committed first, so a failure while processing skips the records: at-most-once (seed 002)"
+		}
+		allow(why, CommittedSkip)
+	}
+	if (cfg.AutoCommit || cfg.CommitMode == "after-processing") && anyFault {
+		why := "commit after processing: a consumer that dies after processing but before committing makes the next owner re-read from the old committed offset: at-least-once, with duplicates (seeds 000 §5, 002)"
+		if cfg.AutoCommit && cfg.CommitMode != "after-processing" {
+			why = "enable.auto.commit=true: records processed since the last periodic commit are consumed again after a crash or rebalance (seed 000 §5.1)"
+		}
+		allow(why, Redelivered)
+	}
+	for _, a := range AnomalyNames {
+		if rs := reasons[a]; len(rs) > 0 {
+			out[a] = Verdict{true, strings.Join(rs, "; ")}
+			continue
+		}
+		out[a] = Verdict{false, forbiddenReason(a, cfg, anyFault)}
+	}
+	return out
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// forbiddenReason says in words why the configuration forbids an anomaly.
+func forbiddenReason(a string, cfg *history.Config, anyFault bool) string {
+	if !anyFault {
+		return "no faults were injected: a correct log shows no anomaly"
+	}
+	switch a {
+	case LostWrite, Unseen, InconsistentOffsets, Nonlinearizable:
+		return "acks=" + cfg.Acks + ", min ISR " + strconv.Itoa(cfg.MinISR) + ", unclean election off: an acknowledged record is on every ISR member and a new leader comes from the ISR, so it is not lost (seed 001 §3)"
+	case NonmonotonicSend:
+		return "a producer's records to one partition keep their order unless acknowledged records are lost or a non-idempotent producer has several requests in flight"
+	case Duplicate:
+		return "enable.idempotence=true: the broker drops a retried batch by its producer id and sequence (seed 002)"
+	case PollSkip, NonmonotonicPoll:
+		return "a consumer reads below the high watermark, which every ISR member holds; with clean election its position never has to move"
+	case G1a:
+		return "a send that failed certainly did not happen; reading it is an aborted read in every configuration"
+	case CommittedSkip:
+		return "offsets are committed only after processing (or not at all), so no committed offset passes an unprocessed record"
+	case Redelivered:
+		return "no commit mode that re-delivers was configured"
+	}
+	return "forbidden"
+}

@@ -1,0 +1,113 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+
+	"gregor/history"
+)
+
+func golden() history.Config {
+	return history.Config{Acks: "all", MinISR: 2, RF: 3, Idempotence: true, Nemeses: []string{"kill", "stop", "pause", "partition", "slow"}}
+}
+
+func allowedSet(cfg *history.Config) map[string]bool {
+	out := map[string]bool{}
+	for a, v := range Expect(cfg) {
+		if v.Allowed {
+			out[a] = true
+		}
+		if v.Reason == "" {
+			panic("verdict without a reason: " + a)
+		}
+	}
+	return out
+}
+
+func TestTheoryTable(t *testing.T) {
+	loss := []string{LostWrite, Unseen, InconsistentOffsets, NonmonotonicSend, Nonlinearizable}
+	with := func(f func(*history.Config)) *history.Config {
+		c := golden()
+		f(&c)
+		return &c
+	}
+	cases := []struct {
+		name   string
+		cfg    *history.Config
+		allow  []string
+		reason string // a word the reason of the first allowed anomaly must hold
+	}{
+		{"golden config, single-node faults", with(func(c *history.Config) {}), nil, ""},
+		{"no faults at all, acks=0, auto-commit", with(func(c *history.Config) {
+			c.Acks, c.AutoCommit, c.Idempotence, c.Unclean, c.Nemeses = "0", true, false, true, nil
+		}), nil, ""},
+		{"acks=1 under kill", with(func(c *history.Config) { c.Acks, c.Nemeses = "1", []string{"kill"} }), loss, "acks=1"},
+		{"acks=1 under slow only", with(func(c *history.Config) { c.Acks, c.Nemeses = "1", []string{"slow"} }), nil, ""},
+		{"acks=0 under slow", with(func(c *history.Config) { c.Acks, c.Nemeses = "0", []string{"slow"} }), loss, "acks=0"},
+		{"acks=all min ISR 1 under partition", with(func(c *history.Config) { c.MinISR, c.Nemeses = 1, []string{"partition"} }), loss, "min.insync.replicas=1"},
+		{"unclean under kill", with(func(c *history.Config) { c.Unclean = true }), append([]string{PollSkip, NonmonotonicPoll}, loss...), "unclean"},
+		{"lazyfs power loss on all nodes", with(func(c *history.Config) {
+			c.Nemeses, c.LazyFS, c.Fsync, c.NemesisTarget = []string{"power-loss"}, true, "never", "all"
+		}), append([]string{PollSkip, NonmonotonicPoll}, loss...), "page cache"},
+		{"lazyfs power loss on one node", with(func(c *history.Config) {
+			c.Nemeses, c.LazyFS, c.Fsync, c.NemesisTarget = []string{"power-loss"}, true, "never", "random"
+		}), nil, ""},
+		{"fsync always survives power loss", with(func(c *history.Config) {
+			c.Nemeses, c.LazyFS, c.Fsync, c.NemesisTarget = []string{"power-loss"}, true, "always", "all"
+		}), nil, ""},
+		{"no idempotence", with(func(c *history.Config) { c.Idempotence = false }), []string{Duplicate}, "idempotence"},
+		{"no idempotence, 5 in flight", with(func(c *history.Config) { c.Idempotence, c.MaxInFlight = false, 5 }), []string{Duplicate, NonmonotonicSend}, "idempotence"},
+		{"auto-commit with client crashes", with(func(c *history.Config) { c.AutoCommit, c.Nemeses = true, []string{"client-crash"} }), []string{CommittedSkip, Redelivered}, "auto.commit"},
+		{"commit after processing", with(func(c *history.Config) { c.CommitMode, c.Nemeses = "after-processing", []string{"client-crash"} }), []string{Redelivered}, "at-least-once"},
+		{"commit before processing", with(func(c *history.Config) { c.CommitMode, c.Nemeses = "before-processing", []string{"client-crash"} }), []string{CommittedSkip}, "at-most-once"},
+	}
+	for _, c := range cases {
+		got := allowedSet(c.cfg)
+		want := map[string]bool{}
+		for _, a := range c.allow {
+			want[a] = true
+		}
+		for _, a := range AnomalyNames {
+			if got[a] != want[a] {
+				t.Errorf("%s: %s allowed=%v, want %v", c.name, a, got[a], want[a])
+			}
+		}
+		if len(c.allow) > 0 {
+			if r := Expect(c.cfg)[c.allow[0]].Reason; !strings.Contains(r, c.reason) {
+				t.Errorf("%s: reason %q lacks %q", c.name, r, c.reason)
+			}
+		}
+		// G1a is forbidden everywhere.
+		if got[G1a] {
+			t.Errorf("%s: G1a allowed", c.name)
+		}
+	}
+	for _, v := range Expect(nil) {
+		if v.Allowed || !strings.Contains(v.Reason, "no configuration") {
+			t.Fatalf("nil config: %+v", v)
+		}
+	}
+}
+
+// An allowed anomaly is "unsafe configuration demonstrated", not a failure;
+// a planted bug changes nothing about what is forbidden.
+func TestCheckSplitsAllowedFromForbidden(t *testing.T) {
+	cfg := golden()
+	cfg.Acks, cfg.Nemeses = "1", []string{"kill"}
+	res, err := Check(readFixture(t, "lost-write"), &cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Valid != ValidTrue || len(res.Forbidden) != 0 || !strings.Contains(res.Allowed[LostWrite], "unsafe configuration demonstrated") {
+		t.Fatalf("acks=1 lost write: valid %v forbidden %v allowed %v", res.Valid, res.Forbidden, res.Allowed)
+	}
+	cfg = golden()
+	cfg.PlantedBugs = []string{"ack-before-isr"}
+	res, err = Check(readFixture(t, "lost-write"), &cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Valid != ValidFalse || res.Forbidden[LostWrite] == "" || len(res.PlantedBugs) != 1 {
+		t.Fatalf("planted bug: valid %v forbidden %v planted %v", res.Valid, res.Forbidden, res.PlantedBugs)
+	}
+}

@@ -1,0 +1,349 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/storage"
+)
+
+// testCluster is n brokers in this process, each on its own loopback IP,
+// with short timeouts so faults play out in seconds.
+type testCluster struct {
+	t       *testing.T
+	cfgs    []Config
+	brokers []*Broker // nil while down; brokers then controller-only nodes
+	n       int       // brokers (the rest are controller-only)
+}
+
+// Short timings for tests (Kafka's defaults are 9 s session, 30 s lag).
+const (
+	testSession = 1500 * time.Millisecond
+	testLagMax  = 2 * time.Second
+)
+
+// startCluster starts n brokers, all controller voters (combined mode).
+func startCluster(t *testing.T, n int, mod func(*Config)) *testCluster {
+	return startClusterWith(t, n, 0, mod)
+}
+
+// startClusterWith starts n brokers plus extra controller-only voters
+// (ids n+1..), so the quorum survives losing brokers.
+func startClusterWith(t *testing.T, n, controllers int, mod func(*Config)) *testCluster {
+	t.Helper()
+	block := fmt.Sprintf("127.%d.%d", 1+rand.IntN(254), rand.IntN(255))
+	var peers []Peer
+	for i := 1; i <= n+controllers; i++ {
+		host := block + "." + strconv.Itoa(i)
+		peers = append(peers, Peer{ID: int32(i), RaftAddr: net.JoinHostPort(host, "9093"), KafkaAddr: net.JoinHostPort(host, "9092")})
+	}
+	tc := &testCluster{t: t, brokers: make([]*Broker, n+controllers), n: n}
+	for i := 0; i < n+controllers; i++ {
+		cfg := Config{NodeID: int32(i + 1), Listen: peers[i].KafkaAddr, DataDir: t.TempDir(), Logger: quietLogger(), ControllerOnly: i >= n,
+			Peers: peers, RaftTimeout: 500 * time.Millisecond, SessionTimeout: testSession,
+			HeartbeatInterval: 250 * time.Millisecond, ReplicaLagMax: testLagMax, ShutdownTimeout: 5 * time.Second}
+		if mod != nil {
+			mod(&cfg)
+		}
+		tc.cfgs = append(tc.cfgs, cfg)
+	}
+	for i := range tc.cfgs {
+		tc.start(i + 1)
+	}
+	t.Cleanup(func() {
+		for _, b := range tc.brokers {
+			if b != nil {
+				b.crash()
+			}
+		}
+	})
+	tc.waitFor("all brokers registered", 20*time.Second, func() error {
+		im := tc.any().Image()
+		live := 0
+		for _, b := range im.Brokers {
+			if !b.Fenced {
+				live++
+			}
+		}
+		if live < n {
+			return fmt.Errorf("%d of %d brokers live", live, n)
+		}
+		return nil
+	})
+	return tc
+}
+
+func (tc *testCluster) start(id int) {
+	tc.t.Helper()
+	b, err := Start(tc.cfgs[id-1])
+	if err != nil {
+		tc.t.Fatalf("start broker %d: %v", id, err)
+	}
+	tc.brokers[id-1] = b
+}
+
+// kill stops a broker as SIGKILL would: no controlled shutdown.
+func (tc *testCluster) kill(id int) {
+	tc.brokers[id-1].crash()
+	tc.brokers[id-1] = nil
+}
+
+// stop is SIGTERM: a controlled shutdown.
+func (tc *testCluster) stop(id int) {
+	tc.brokers[id-1].Close()
+	tc.brokers[id-1] = nil
+}
+
+func (tc *testCluster) any() *Broker {
+	for _, b := range tc.brokers {
+		if b != nil {
+			return b
+		}
+	}
+	tc.t.Fatal("no broker is up")
+	return nil
+}
+
+func (tc *testCluster) bootstrap() []string {
+	var out []string
+	for _, c := range tc.cfgs[:tc.n] {
+		out = append(out, c.Listen)
+	}
+	return out
+}
+
+// waitFor polls cond until it returns nil, failing the test after limit.
+func (tc *testCluster) waitFor(what string, limit time.Duration, cond func() error) time.Duration {
+	tc.t.Helper()
+	start := time.Now()
+	var last error
+	for time.Since(start) < limit {
+		if last = cond(); last == nil {
+			return time.Since(start)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	tc.t.Fatalf("%s: not within %v: %v", what, limit, last)
+	return 0
+}
+
+func (tc *testCluster) client(opts ...kgo.Opt) *kgo.Client {
+	tc.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tc.bootstrap()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.MetadataMinAge(50 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	tc.t.Cleanup(cl.Close)
+	return cl
+}
+
+func (tc *testCluster) createTopic(name string, partitions int32, rf int16, configs map[string]*string) {
+	tc.t.Helper()
+	cl := tc.client()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopics(ctx, partitions, rf, configs, name)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	if e := resp[name].Err; e != nil {
+		tc.t.Fatalf("create %s: %v (%s)", name, e, resp[name].ErrMessage)
+	}
+	tc.waitFor("leaders elected", 10*time.Second, func() error {
+		t := tc.any().Image().Topics[name]
+		if t == nil {
+			return errors.New("topic not visible")
+		}
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				return fmt.Errorf("partition %d has no leader", p.Index)
+			}
+		}
+		return nil
+	})
+}
+
+// isr is the published ISR of topic/partition, sorted.
+func (tc *testCluster) isr(topic string, p int32) []int32 {
+	t := tc.any().Image().Topics[topic]
+	if t == nil {
+		return nil
+	}
+	isr := slices.Clone(t.Partitions[p].ISR)
+	slices.Sort(isr)
+	return isr
+}
+
+func (tc *testCluster) leader(topic string, p int32) int32 {
+	t := tc.any().Image().Topics[topic]
+	if t == nil {
+		return -1
+	}
+	return t.Partitions[p].Leader
+}
+
+// produce sends one record synchronously and returns its error.
+func produce(cl *kgo.Client, topic string, v string) (*kgo.Record, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r := &kgo.Record{Topic: topic, Value: []byte(v)}
+	return r, cl.ProduceSync(ctx, r).FirstErr()
+}
+
+// readAll reads partition 0 of topic from offset 0 up to its end offset.
+func (tc *testCluster) readAll(topic string) []string {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl := tc.client()
+	var end int64
+	tc.waitFor("end offset", 10*time.Second, func() error {
+		offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		o, _ := offs.Lookup(topic, 0)
+		if o.Err != nil {
+			return o.Err
+		}
+		end = o.Offset
+		return nil
+	})
+	cons := tc.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}))
+	var out []string
+	for int64(len(out)) < end {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			tc.t.Fatalf("read %d of %d records of %s", len(out), end, topic)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset != int64(len(out)) {
+				tc.t.Fatalf("%s: offset %d after %d records", topic, r.Offset, len(out))
+			}
+			out = append(out, string(r.Value))
+		})
+	}
+	return out
+}
+
+// TestSeed003Experiment is seed 003's measured experiment: RF 3, min ISR 2.
+// One broker down: the ISR shrinks to 2 and acks=all writes go on. Two down:
+// acks=all fails with NOT_ENOUGH_REPLICAS while acks=1 succeeds. Both back:
+// the ISR grows to 3 again and every acks=all-acknowledged record reads back.
+//
+// Two controller-only voters keep the quorum alive when two of the three
+// brokers are down: in combined mode on three nodes, losing two would lose
+// the controller majority too, and no ISR could change at all.
+func TestSeed003Experiment(t *testing.T) {
+	tc := startClusterWith(t, 3, 2, nil)
+	two := "2"
+	tc.createTopic("exp", 1, 3, map[string]*string{"min.insync.replicas": &two})
+	all := tc.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(5*time.Second))
+	one := tc.client(kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.RecordDeliveryTimeout(5*time.Second))
+	var acked []string
+	write := func(cl *kgo.Client, v string) error {
+		_, err := produce(cl, "exp", v)
+		if err == nil && cl == all {
+			acked = append(acked, v)
+		}
+		return err
+	}
+	for i := 0; i < 10; i++ {
+		if err := write(all, fmt.Sprint("a", i)); err != nil {
+			t.Fatalf("healthy acks=all write: %v", err)
+		}
+	}
+	leader := int(tc.leader("exp", 0))
+	// Kill the followers, one at a time, as the seed does.
+	var followers []int
+	for id := 1; id <= 3; id++ {
+		if id != leader {
+			followers = append(followers, id)
+		}
+	}
+	tc.kill(followers[0])
+	tc.waitFor("ISR shrinks to 2", 10*time.Second, func() error {
+		if got := tc.isr("exp", 0); len(got) != 2 {
+			return fmt.Errorf("isr %v", got)
+		}
+		return nil
+	})
+	for i := 0; i < 10; i++ {
+		if err := write(all, fmt.Sprint("b", i)); err != nil {
+			t.Fatalf("acks=all write with ISR 2 >= min ISR 2: %v", err)
+		}
+	}
+	tc.kill(followers[1])
+	tc.waitFor("ISR shrinks to 1", 10*time.Second, func() error {
+		if got := tc.isr("exp", 0); len(got) != 1 {
+			return fmt.Errorf("isr %v", got)
+		}
+		return nil
+	})
+	// franz-go retries NOT_ENOUGH_REPLICAS until its delivery timeout, so
+	// the broker's answer is checked on a raw request.
+	if err := write(all, "c0"); err == nil {
+		t.Fatal("acks=all write with ISR 1 < min ISR 2 succeeded")
+	}
+	if code := tc.rawProduce("exp", -1, "c1"); code != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("acks=all with ISR 1 < min ISR 2: error code %d, want NOT_ENOUGH_REPLICAS", code)
+	}
+	for i := 0; i < 5; i++ {
+		if err := write(one, fmt.Sprint("d", i)); err != nil {
+			t.Fatalf("acks=1 with ISR 1: %v", err)
+		}
+	}
+	tc.start(followers[0])
+	tc.start(followers[1])
+	tc.waitFor("ISR grows back to 3", 20*time.Second, func() error {
+		if got := tc.isr("exp", 0); len(got) != 3 {
+			return fmt.Errorf("isr %v", got)
+		}
+		return nil
+	})
+	got := tc.readAll("exp")
+	for _, v := range acked {
+		if !slices.Contains(got, v) {
+			t.Fatalf("acknowledged acks=all record %s missing from %v", v, got)
+		}
+	}
+	if slices.Contains(got, "c0") || slices.Contains(got, "c1") {
+		t.Fatalf("a write refused with NOT_ENOUGH_REPLICAS was stored: %v", got)
+	}
+}
+
+// rawProduce sends one record in a Produce request straight to partition 0's
+// leader and returns the partition's error code.
+func (tc *testCluster) rawProduce(topic string, acks int16, value string) int16 {
+	tc.t.Helper()
+	cl := tc.client()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = acks
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = storage.NewTestBatch(0, 0, []byte(value))
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.Broker(int(tc.leader(topic, 0))))
+	if err != nil {
+		tc.t.Fatalf("raw produce: %v", err)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}

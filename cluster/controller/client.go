@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Client sends requests to the active controller, finding it and retrying
+// NOT_CONTROLLER answers and transport errors with bounded exponential
+// backoff until ctx (or Timeout) expires or MaxAttempts is spent.
+//
+// A retried request may have been applied already (the answer was lost):
+// registration then yields a newer epoch, CreateTopics TOPIC_ALREADY_EXISTS,
+// AlterPartition INVALID_UPDATE_VERSION — all safe, as in Kafka.
+type Client struct {
+	Transport Transport
+	// Active returns the active controller's node id as the caller knows
+	// it, or -1; typically the local (*Controller).ActiveController.
+	Active func() int32
+	// Nodes are tried in turn when Active has no answer or its answer
+	// just failed.
+	Nodes []int32
+	// Timeout bounds one call when ctx has no deadline; default 30s.
+	Timeout time.Duration
+	// Backoff is the first retry delay (default 50ms), doubling up to
+	// MaxBackoff (default 1s).
+	Backoff, MaxBackoff time.Duration
+	// MaxAttempts bounds attempts per call; default 200.
+	MaxAttempts int
+}
+
+// ErrNoController is returned when no attempt reached the active controller.
+var ErrNoController = errors.New("controller: no active controller reached")
+
+// Request sends req to the active controller and returns its response.
+func (cl *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, orDur(cl.Timeout, 30*time.Second))
+		defer cancel()
+	}
+	backoff := orDur(cl.Backoff, 50*time.Millisecond)
+	maxBackoff := orDur(cl.MaxBackoff, time.Second)
+	attempts := cl.MaxAttempts
+	if attempts <= 0 {
+		attempts = 200
+	}
+	var lastErr error = ErrNoController
+	// badHint: the Active answer that just failed; it is skipped until
+	// Active changes its mind. next rotates through Nodes meanwhile.
+	badHint, next := int32(-1), 0
+	for i := 0; i < attempts; i++ {
+		target, hinted := int32(-1), false
+		if cl.Active != nil {
+			if h := cl.Active(); h >= 0 && h != badHint {
+				target, hinted = h, true
+			}
+		}
+		if target < 0 && len(cl.Nodes) > 0 {
+			target = cl.Nodes[next%len(cl.Nodes)]
+			next++
+		}
+		if target >= 0 {
+			resp, err := cl.Transport.Roundtrip(ctx, target, req)
+			switch {
+			case err == nil && !notController(resp):
+				return resp, nil
+			case err == nil:
+				lastErr = fmt.Errorf("%w: node %d answered NOT_CONTROLLER", ErrNoController, target)
+			default:
+				lastErr = err
+			}
+			if hinted {
+				badHint = target
+			}
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (last: %v)", ctx.Err(), lastErr)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+	return nil, lastErr
+}
+
+func orDur(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// notController reports whether resp says the node is not the active
+// controller (per-topic errors count if any topic says so).
+func notController(resp kmsg.Response) bool {
+	nc := kerr.NotController.Code
+	switch r := resp.(type) {
+	case *kmsg.BrokerRegistrationResponse:
+		return r.ErrorCode == nc
+	case *kmsg.BrokerHeartbeatResponse:
+		return r.ErrorCode == nc
+	case *kmsg.AlterPartitionResponse:
+		return r.ErrorCode == nc
+	case *kmsg.CreateTopicsResponse:
+		for _, t := range r.Topics {
+			if t.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.DeleteTopicsResponse:
+		for _, t := range r.Topics {
+			if t.ErrorCode == nc {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Versions the typed helpers send; the broker's wire server must accept
+// them (its ApiVersions should list keys 56, 62, 63).
+const (
+	registrationVersion   = 1
+	heartbeatVersion      = 1
+	alterPartitionVersion = 1 // by topic name; v2+ needs topic ids
+)
+
+// Register registers broker id with its Kafka listener and returns the
+// new broker epoch.
+func (cl *Client) Register(ctx context.Context, id int32, host string, port int32, clusterID string) (int64, error) {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.SetVersion(registrationVersion)
+	req.BrokerID, req.ClusterID = id, clusterID
+	l := kmsg.NewBrokerRegistrationRequestListener()
+	l.Name, l.Host, l.Port = "PLAINTEXT", host, uint16(port)
+	req.Listeners = append(req.Listeners, l)
+	resp, err := cl.Request(ctx, req)
+	if err != nil {
+		return -1, err
+	}
+	r := resp.(*kmsg.BrokerRegistrationResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return -1, err
+	}
+	return r.BrokerEpoch, nil
+}
+
+// Heartbeat is one broker heartbeat. A non-zero error code in the response
+// is returned as a *kerr.Error along with the response.
+func (cl *Client) Heartbeat(ctx context.Context, id int32, epoch, metadataOffset int64, wantFence, wantShutdown bool) (*kmsg.BrokerHeartbeatResponse, error) {
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.SetVersion(heartbeatVersion)
+	req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset = id, epoch, metadataOffset
+	req.WantFence, req.WantShutdown = wantFence, wantShutdown
+	resp, err := cl.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	r := resp.(*kmsg.BrokerHeartbeatResponse)
+	return r, kerr.ErrorForCode(r.ErrorCode)
+}
+
+// ISRChange is one AlterPartition item, as the partition leader sends it.
+type ISRChange struct {
+	Topic          string
+	Partition      int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	NewISR         []int32
+}
+
+// AlterISR sends one ISR change for a partition led by broker id and
+// returns the resulting partition state (Leader, LeaderEpoch, ISR,
+// PartitionEpoch) or the Kafka error for that partition as a *kerr.Error.
+func (cl *Client) AlterISR(ctx context.Context, id int32, epoch int64, ch ISRChange) (PartitionState, error) {
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.SetVersion(alterPartitionVersion)
+	req.BrokerID, req.BrokerEpoch = id, epoch
+	t := kmsg.NewAlterPartitionRequestTopic()
+	t.Topic = ch.Topic
+	p := kmsg.NewAlterPartitionRequestTopicPartition()
+	p.Partition, p.LeaderEpoch, p.PartitionEpoch, p.NewISR = ch.Partition, ch.LeaderEpoch, ch.PartitionEpoch, ch.NewISR
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	resp, err := cl.Request(ctx, req)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	r := resp.(*kmsg.AlterPartitionResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return PartitionState{}, err
+	}
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return PartitionState{}, fmt.Errorf("controller: AlterPartition answer has %d topics", len(r.Topics))
+	}
+	rp := r.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+		return PartitionState{}, err
+	}
+	return PartitionState{Topic: ch.Topic, Partition: rp.Partition, ISR: rp.ISR, Leader: rp.LeaderID,
+		LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch}, nil
+}

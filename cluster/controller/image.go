@@ -1,0 +1,180 @@
+package controller
+
+import (
+	"slices"
+	"sort"
+)
+
+// NoLeader is PartitionState.Leader for an offline partition.
+const NoLeader int32 = -1
+
+// Topic config keys the controller reads.
+const (
+	ConfigMinISR          = "min.insync.replicas"
+	ConfigUncleanElection = "unclean.leader.election.enable"
+)
+
+// BrokerInfo is one registered broker as the quorum knows it.
+type BrokerInfo struct {
+	ID   int32
+	Host string
+	Port int32
+	// Epoch is the raft index of the broker's latest registration: it
+	// grows with every restart, so a request carrying an older epoch comes
+	// from a dead incarnation.
+	Epoch int64
+	// Fenced: not eligible as leader or new ISR member. A broker is fenced
+	// from registration until its first heartbeat, and again when its
+	// session expires or it asks to be.
+	Fenced bool
+	// ShuttingDown: in controlled shutdown (cleared by re-registration).
+	// Like Fenced, it makes the broker ineligible for leadership and ISR.
+	ShuttingDown bool
+}
+
+// Live reports whether b may lead or join an ISR.
+func (b BrokerInfo) Live() bool { return !b.Fenced && !b.ShuttingDown }
+
+// PartitionState is the replicated state of one partition.
+type PartitionState struct {
+	Topic     string
+	Partition int32
+	// Replicas is the assignment, in preference order; fixed at creation.
+	Replicas []int32
+	// Invariant: ISR non-empty; ISR ⊆ Replicas; no duplicates.
+	ISR []int32
+	// Invariant: Leader == NoLeader or Leader ∈ ISR (an unclean election
+	// sets ISR = [Leader]); a leader is a registered, live broker.
+	Leader int32
+	// LeaderEpoch grows by one on every leader change (including to and
+	// from NoLeader).
+	LeaderEpoch int32
+	// PartitionEpoch grows by one on every change of this state.
+	PartitionEpoch int32
+}
+
+// InISR reports whether id is in the ISR.
+func (p PartitionState) InISR(id int32) bool { return slices.Contains(p.ISR, id) }
+
+// IsReplica reports whether id is in the assignment.
+func (p PartitionState) IsReplica(id int32) bool { return slices.Contains(p.Replicas, id) }
+
+func (p PartitionState) clone() PartitionState {
+	p.Replicas = slices.Clone(p.Replicas)
+	p.ISR = slices.Clone(p.ISR)
+	return p
+}
+
+// TopicInfo is one topic: name, id, explicit configs and partitions.
+type TopicInfo struct {
+	Name string
+	ID   [16]byte
+	// Configs holds only configs set at creation; defaults come from the
+	// brokers' configuration.
+	Configs map[string]string
+	// Partitions[i].Partition == i.
+	Partitions []PartitionState
+}
+
+func (t TopicInfo) clone() TopicInfo {
+	c := t
+	c.Configs = make(map[string]string, len(t.Configs))
+	for k, v := range t.Configs {
+		c.Configs[k] = v
+	}
+	c.Partitions = make([]PartitionState, len(t.Partitions))
+	for i, p := range t.Partitions {
+		c.Partitions[i] = p.clone()
+	}
+	return c
+}
+
+// Image is the metadata image: the FSM state after applying the raft log up
+// to Version. An Image is immutable once published; readers must not modify
+// its maps or slices. Each apply publishes a fresh Image.
+type Image struct {
+	// Version is the raft index of the last applied entry.
+	Version uint64
+	Brokers map[int32]BrokerInfo
+	Topics  map[string]TopicInfo
+	// TopicsCreated counts topic creations ever; it rotates the replica
+	// assignment's start broker.
+	TopicsCreated int64
+}
+
+func emptyImage() *Image {
+	return &Image{Brokers: map[int32]BrokerInfo{}, Topics: map[string]TopicInfo{}}
+}
+
+// clone deep-copies the image so an apply can mutate the copy. O(size), and
+// applies are rare (registrations, fencing, ISR changes, topic changes).
+func (img *Image) clone() *Image {
+	c := &Image{Version: img.Version, TopicsCreated: img.TopicsCreated,
+		Brokers: make(map[int32]BrokerInfo, len(img.Brokers)),
+		Topics:  make(map[string]TopicInfo, len(img.Topics))}
+	for id, b := range img.Brokers {
+		c.Brokers[id] = b
+	}
+	for n, t := range img.Topics {
+		c.Topics[n] = t.clone()
+	}
+	return c
+}
+
+// Partition looks up one partition.
+func (img *Image) Partition(topic string, partition int32) (PartitionState, bool) {
+	t, ok := img.Topics[topic]
+	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
+		return PartitionState{}, false
+	}
+	return t.Partitions[partition], true
+}
+
+// TopicByID finds a topic by its id.
+func (img *Image) TopicByID(id [16]byte) (TopicInfo, bool) {
+	for _, t := range img.Topics {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return TopicInfo{}, false
+}
+
+// TopicNames returns the topic names, sorted.
+func (img *Image) TopicNames() []string {
+	names := make([]string, 0, len(img.Topics))
+	for n := range img.Topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// BrokerIDs returns the registered broker ids, sorted.
+func (img *Image) BrokerIDs() []int32 {
+	ids := make([]int32, 0, len(img.Brokers))
+	for id := range img.Brokers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// live reports whether broker id is registered and live.
+func (img *Image) live(id int32) bool {
+	b, ok := img.Brokers[id]
+	return ok && b.Live()
+}
+
+// LeaderOf returns the partitions broker id leads.
+func (img *Image) LeaderOf(id int32) []PartitionState {
+	var out []PartitionState
+	for _, n := range img.TopicNames() {
+		for _, p := range img.Topics[n].Partitions {
+			if p.Leader == id {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

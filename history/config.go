@@ -1,0 +1,130 @@
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Config is the test configuration a history was recorded under, stored as
+// test.json next to history.jsonl. The checker derives from it which
+// anomalies the configuration allows.
+type Config struct {
+	// Acks is the producer's acks: "0", "1" or "all" (the strings Kafka's
+	// producer config takes; "-1" is accepted as "all" by Normalize).
+	Acks   string `json:"acks"`
+	MinISR int    `json:"min_isr"` // min.insync.replicas
+	RF     int    `json:"rf"`      // replication factor
+	// Partitions per topic.
+	Partitions int  `json:"partitions"`
+	Unclean    bool `json:"unclean"` // unclean.leader.election.enable
+	// Idempotence is enable.idempotence of the producers.
+	Idempotence bool `json:"idempotence"`
+	// MaxInFlight is max in-flight produce requests per broker; 0 means the
+	// client default (franz-go: 1 without idempotence).
+	MaxInFlight int  `json:"max_in_flight,omitempty"`
+	AutoCommit  bool `json:"auto_commit"` // enable.auto.commit of group consumers
+	// CommitMode of manual commits: "after-processing" (at-least-once),
+	// "before-processing" (at-most-once) or "" (no manual commits).
+	CommitMode string `json:"commit_mode,omitempty"`
+	// Fsync policy of the brokers: "never" (Kafka's default, rely on
+	// replication), "always", or an interval like "1s".
+	Fsync  string `json:"fsync,omitempty"`
+	LazyFS bool   `json:"lazyfs"` // unsynced writes are lost when a broker is killed
+	// Nemeses used: kill, stop, pause, partition, slow, power-loss, client-crash.
+	Nemeses []string `json:"nemeses"`
+	// NemesisTarget: random, leader, controller, minority, majority, all.
+	NemesisTarget string   `json:"nemesis_target,omitempty"`
+	Seed          int64    `json:"seed"`
+	TimeLimit     Duration `json:"time_limit"`
+	Nodes         int      `json:"nodes"`
+	Runtime       string   `json:"runtime,omitempty"` // docker or process
+	Workload      string   `json:"workload,omitempty"`
+	// PlantedBugs names the broker bug switches turned on. With any, forbidden
+	// anomalies are EXPECTED: the checker still reports them as forbidden.
+	PlantedBugs []string `json:"planted_bugs,omitempty"`
+}
+
+// Normalize canonicalises spellings (acks "-1" -> "all") and checks values.
+func (c *Config) Normalize() error {
+	switch c.Acks {
+	case "-1", "all":
+		c.Acks = "all"
+	case "0", "1":
+	case "":
+		return fmt.Errorf("config: acks is missing (want \"0\", \"1\" or \"all\")")
+	default:
+		return fmt.Errorf("config: acks %q: want \"0\", \"1\" or \"all\"", c.Acks)
+	}
+	switch c.CommitMode {
+	case "", "after-processing", "before-processing":
+	default:
+		return fmt.Errorf("config: commit_mode %q: want after-processing or before-processing", c.CommitMode)
+	}
+	if c.MinISR < 0 || c.RF < 0 || c.Partitions < 0 || c.Nodes < 0 || c.MaxInFlight < 0 {
+		return fmt.Errorf("config: negative count")
+	}
+	return nil
+}
+
+// HasNemesis reports whether the named nemesis was used.
+func (c *Config) HasNemesis(name string) bool {
+	for _, n := range c.Nemeses {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadConfig reads and normalizes a test.json.
+func ReadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.Normalize(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// WriteConfig writes c as indented JSON.
+func WriteConfig(path string, c *Config) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Duration marshals as a Go duration string ("90s") and accepts that or a
+// number of seconds.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("duration: want \"90s\" or seconds, got %s", b)
+	}
+	*d = Duration(secs * float64(time.Second))
+	return nil
+}
