@@ -188,6 +188,35 @@ func Compare(ctx context.Context, ref Target, others []Target, l Load, rounds in
 	return out, nil
 }
 
+// Pair runs alternating rounds of refLoad against ref and load against t
+// (the loads may differ, e.g. in replication factor) and returns medians.
+func Pair(ctx context.Context, ref Target, refLoad Load, t Target, load Load, rounds int) (Result, Result, error) {
+	var rs, ts []Result
+	for r := 0; r < rounds; r++ {
+		a, err := Run(ctx, ref, refLoad, fmt.Sprintf("pair-ref-%d-%d", load.RF, r)+acksName(load.Acks))
+		if err != nil {
+			return Result{}, Result{}, err
+		}
+		b, err := Run(ctx, t, load, fmt.Sprintf("pair-%d-%d", load.RF, r)+acksName(load.Acks))
+		if err != nil {
+			return Result{}, Result{}, err
+		}
+		rs, ts = append(rs, a), append(ts, b)
+	}
+	med := func(name string, v []Result) Result {
+		return Result{Target: name, ProducePerS: median(v, func(r Result) float64 { return r.ProducePerS }),
+			ConsumePerS: median(v, func(r Result) float64 { return r.ConsumePerS })}
+	}
+	return med(ref.Name, rs), med(t.Name, ts), nil
+}
+
+func acksName(a int16) string {
+	if a == -1 {
+		return "-all"
+	}
+	return fmt.Sprintf("-%d", a)
+}
+
 func median(rs []Result, f func(Result) float64) float64 {
 	v := make([]float64, len(rs))
 	for i, r := range rs {

@@ -48,6 +48,9 @@ type Broker struct {
 	// partition, for the (leader, epoch) the metadata names.
 	fetchers map[tp]*fetcher
 
+	stats       replica.Stats
+	metricsAddr string
+
 	stop      chan struct{}
 	stopWatch context.CancelFunc
 	wg        sync.WaitGroup
@@ -65,7 +68,7 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), partitions: map[tp]*replica.Partition{},
 		fetchers: map[tp]*fetcher{}, stop: make(chan struct{})}
-	b.rcfg = replica.Config{NodeID: cfg.NodeID, ReplicaLagMax: cfg.ReplicaLagMax, Bugs: cfg.Bugs, Logger: b.log}
+	b.rcfg = replica.Config{NodeID: cfg.NodeID, ReplicaLagMax: cfg.ReplicaLagMax, Bugs: cfg.Bugs, Logger: b.log, Stats: &b.stats}
 	if len(cfg.Peers) > 0 {
 		b.rcfg.AlterISR = func(ctx context.Context, p meta.Partition, newISR []int32) {
 			b.mu.RLock()
@@ -133,6 +136,12 @@ func Start(cfg Config) (*Broker, error) {
 		defer b.wg.Done()
 		b.housekeeping()
 	}()
+	if cfg.MetricsListen != "" {
+		if err := b.serveMetrics(cfg.MetricsListen); err != nil {
+			b.crash()
+			return nil, err
+		}
+	}
 	if len(cfg.Peers) > 0 {
 		// The Kafka listener serves before registration: the active
 		// controller may be this very node, reached through it.
@@ -412,6 +421,14 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) (*kerr.Error, str
 		return kerr.KafkaStorageError, err.Error()
 	}
 	return nil, ""
+}
+
+// BrokerDefaults implements wire.Backend.
+func (b *Broker) BrokerDefaults() map[string]string {
+	return map[string]string{
+		meta.ConfigMinISR:  strconv.Itoa(b.cfg.MinISR),
+		meta.ConfigUnclean: strconv.FormatBool(b.cfg.Unclean),
+	}
 }
 
 // NewProducerID implements wire.Backend.

@@ -17,14 +17,34 @@ var bugSwitches = map[string]func(*replica.Bugs){
 	"skip-min-isr":        func(b *replica.Bugs) { b.SkipMinISR = true },
 }
 
+// BugElectOutsideISR is the controller's planted bug: elect a leader
+// outside the ISR although unclean election is off.
+const BugElectOutsideISR = "elect-outside-isr"
+
 // BugNames lists the planted bug switches.
 func BugNames() []string {
-	names := make([]string, 0, len(bugSwitches))
+	names := make([]string, 0, len(bugSwitches)+1)
 	for n := range bugSwitches {
 		names = append(names, n)
 	}
+	names = append(names, BugElectOutsideISR)
 	sort.Strings(names)
 	return names
+}
+
+// ParseAllBugs is ParseBugs plus the controller's switch.
+func ParseAllBugs(names []string) (replica.Bugs, bool, error) {
+	var rest []string
+	elect := false
+	for _, n := range names {
+		if n == BugElectOutsideISR {
+			elect = true
+			continue
+		}
+		rest = append(rest, n)
+	}
+	b, err := ParseBugs(rest)
+	return b, elect, err
 }
 
 // ParseBugs turns switch names into replica.Bugs.

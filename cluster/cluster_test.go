@@ -69,6 +69,9 @@ func startClusterWith(t *testing.T, n, controllers int, mod func(*Config)) *test
 			}
 		}
 	})
+	if controllers > 0 {
+		tc.placeController(int32(n + 1))
+	}
 	tc.waitFor("all brokers registered", 20*time.Second, func() error {
 		im := tc.any().Image()
 		live := 0
@@ -83,6 +86,25 @@ func startClusterWith(t *testing.T, n, controllers int, mod func(*Config)) *test
 		return nil
 	})
 	return tc
+}
+
+// placeController makes voter id the active controller, so that faults a
+// test injects between brokers never cut a broker off from the controller.
+func (tc *testCluster) placeController(id int32) {
+	tc.t.Helper()
+	tc.waitFor(fmt.Sprintf("controller %d active", id), 20*time.Second, func() error {
+		active := tc.any().q.ctrl.ActiveController()
+		if active == id {
+			return nil
+		}
+		if active < 0 || tc.brokers[active-1] == nil {
+			return fmt.Errorf("no active controller yet")
+		}
+		if err := tc.brokers[active-1].q.ctrl.TransferLeadership(id); err != nil {
+			return err
+		}
+		return fmt.Errorf("transferring from %d", active)
+	})
 }
 
 func (tc *testCluster) start(id int) {
@@ -329,10 +351,15 @@ func TestSeed003Experiment(t *testing.T) {
 // leader and returns the partition's error code.
 func (tc *testCluster) rawProduce(topic string, acks int16, value string) int16 {
 	tc.t.Helper()
+	return tc.rawProduceWith(topic, acks, value, 5000)
+}
+
+func (tc *testCluster) rawProduceWith(topic string, acks int16, value string, timeoutMs int32) int16 {
+	tc.t.Helper()
 	cl := tc.client()
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks = acks
-	req.TimeoutMillis = 5000
+	req.TimeoutMillis = timeoutMs
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()

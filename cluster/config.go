@@ -54,6 +54,9 @@ type Config struct {
 	// ShutdownTimeout bounds a controlled shutdown (moving leadership away).
 	ShutdownTimeout time.Duration
 
+	// MetricsListen serves GET /metrics (Prometheus text) when set.
+	MetricsListen string
+
 	MaxRequestBytes int
 	Logger          *slog.Logger
 }

@@ -69,6 +69,14 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 	}()
 	truncated := false
+	if f.b.cfg.Bugs.TruncateToHW {
+		// Pre-KIP-101 Kafka truncated a new follower to its own HW at once,
+		// before talking to the leader at all (ReplicaManager.makeFollowers).
+		if err := f.p.TruncateTo(f.p.Position().HW); err != nil {
+			log.Error("truncate to hw", "err", err)
+		}
+		truncated = true
+	}
 	// Bounded by ctx: the broker cancels it on any leadership change, and
 	// every request below has its own deadline.
 	for ctx.Err() == nil && f.p.IsFollowing(f.leader, f.epoch) {
@@ -124,9 +132,6 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // pre-KIP-101 bug — to its own high watermark.
 func (f *fetcher) truncate(ctx context.Context, conn *kconn.Conn) error {
 	pos := f.p.Position()
-	if f.b.cfg.Bugs.TruncateToHW {
-		return f.p.TruncateTo(pos.HW)
-	}
 	if pos.LatestEpoch < 0 {
 		// Nothing in the log carries an epoch: nothing to reconcile.
 		return f.p.TruncateTo(pos.LogStart)

@@ -183,12 +183,17 @@ func (w slogWriter) Write(b []byte) (int, error) {
 }
 
 // convert turns the controller's image into the broker's view, once per
-// version.
+// version. A published meta.Image is never modified: readers hold it
+// without a lock.
 func (q *quorum) convert(im *controller.Image) *meta.Image {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if im.Version == q.seen && q.image != nil && q.image.Version == im.Version {
-		q.image.ControllerID = q.ctrl.ActiveController()
+		if active := q.ctrl.ActiveController(); active != q.image.ControllerID {
+			c := *q.image // only the controller moved: share the maps
+			c.ControllerID = active
+			q.image = &c
+		}
 		return q.image
 	}
 	out := &meta.Image{Version: im.Version, ControllerID: q.ctrl.ActiveController(),

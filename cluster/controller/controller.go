@@ -305,3 +305,15 @@ func (c *Controller) touch(id int32) {
 	c.lastSeen[id] = time.Now()
 	c.mu.Unlock()
 }
+
+// TransferLeadership asks raft to hand the active controller role to voter
+// id (tests and nemeses use it to place the controller deliberately). It
+// must be called on the active controller.
+func (c *Controller) TransferLeadership(id int32) error {
+	for _, v := range c.cfg.Voters {
+		if v.ID == id {
+			return c.raft.LeadershipTransferToServer(serverID(id), raft.ServerAddress(v.RaftAddr)).Error()
+		}
+	}
+	return fmt.Errorf("controller: no voter %d", id)
+}

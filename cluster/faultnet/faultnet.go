@@ -178,7 +178,7 @@ func (l *Layer) Dial(ctx context.Context, network, addr string) (net.Conn, error
 
 // Wrap puts an established connection under the layer.
 func (l *Layer) Wrap(c net.Conn) net.Conn {
-	return &conn{Conn: c, l: l, peer: hostOf(c.RemoteAddr())}
+	return &conn{Conn: c, l: l, peer: hostOf(c.RemoteAddr()), closed: make(chan struct{})}
 }
 
 // Listener wraps accepted connections.
@@ -214,6 +214,15 @@ type conn struct {
 	mu            sync.Mutex
 	readDeadline  time.Time
 	writeDeadline time.Time
+	// closed ends any stall: closing a stalled connection must unblock its
+	// reader and writer, as closing a real socket does.
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
 }
 
 var errTimeout = &timeoutError{}
@@ -245,6 +254,8 @@ func (c *conn) stall(deadline time.Time) error {
 		case <-changed:
 		case <-timer:
 			return errTimeout
+		case <-c.closed:
+			return net.ErrClosed
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -52,6 +53,15 @@ type Config struct {
 	AlterISR func(ctx context.Context, p meta.Partition, newISR []int32)
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+	// Stats counts ISR changes seen by leaders (IsrShrinksPerSec,
+	// IsrExpandsPerSec). May be nil.
+	Stats *Stats
+}
+
+// Stats are broker-wide replication counters.
+type Stats struct {
+	ISRShrinks atomic.Int64
+	ISRExpands atomic.Int64
 }
 
 type follower struct {
@@ -170,6 +180,14 @@ func (p *Partition) Update(st meta.Partition, minISR int) {
 	}
 	p.state = st
 	me := p.cfg.NodeID
+	if s := p.cfg.Stats; s != nil && st.Leader == me && old.Leader == me && st.LeaderEpoch == old.LeaderEpoch {
+		switch {
+		case len(st.ISR) < len(old.ISR):
+			s.ISRShrinks.Add(1)
+		case len(st.ISR) > len(old.ISR):
+			s.ISRExpands.Add(1)
+		}
+	}
 	switch {
 	case st.Leader == me && (old.Leader != me || st.LeaderEpoch != old.LeaderEpoch):
 		p.becomeLeader()
@@ -203,6 +221,13 @@ func (p *Partition) becomeLeader() {
 		p.logger().Error("assign leader epoch", "epoch", p.state.LeaderEpoch, "err", err)
 	}
 	p.logger().Info("became leader", "epoch", p.state.LeaderEpoch, "isr", p.state.ISR, "leo", p.log.LEO(), "hw", p.hw)
+}
+
+// MinISR is the topic's min.insync.replicas as last published.
+func (p *Partition) MinISR() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.minISR
 }
 
 // State returns the published partition state.

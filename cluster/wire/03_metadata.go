@@ -4,7 +4,8 @@ package wire
 //
 // Behaviour:
 //   - brokers are the registered, unfenced brokers; the controller id is the
-//     active controller;
+//     active controller when it is a live broker, else a live broker (which
+//     forwards controller requests, as KRaft brokers do);
 //   - a nil topic list means all topics; topics may be named or (v10+) given
 //     by id;
 //   - a missing topic is created with the broker defaults only when the
@@ -41,7 +42,16 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 	}
 	cid := s.b.ClusterID()
 	resp.ClusterID = &cid
+	// Clients send admin requests to the "controller"; like KRaft brokers we
+	// name a live broker when the active controller is not one (a
+	// controller-only voter), and brokers forward to the real one.
 	resp.ControllerID = im.ControllerID
+	if b, ok := im.Brokers[im.ControllerID]; !ok || b.Fenced {
+		resp.ControllerID = s.b.NodeID()
+		if b, ok := im.Brokers[resp.ControllerID]; (!ok || b.Fenced) && len(resp.Brokers) > 0 {
+			resp.ControllerID = resp.Brokers[0].NodeID
+		}
+	}
 
 	var names []string
 	if req.Topics == nil {

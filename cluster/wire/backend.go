@@ -25,6 +25,9 @@ type Backend interface {
 	DeleteTopic(ctx context.Context, name string) (*kerr.Error, string)
 	// AutoCreateTopics reports whether Metadata may create missing topics.
 	AutoCreateTopics() bool
+	// BrokerDefaults are the topic-level configs this broker applies to
+	// topics that do not set them (min.insync.replicas, ...).
+	BrokerDefaults() map[string]string
 	// NewProducerID allocates a producer id unique across the cluster.
 	NewProducerID(ctx context.Context) (int64, int16, *kerr.Error)
 }

@@ -34,6 +34,9 @@ func (emptyBackend) DeleteTopic(context.Context, string) (*kerr.Error, string) {
 	return kerr.UnknownTopicOrPartition, ""
 }
 func (emptyBackend) AutoCreateTopics() bool { return false }
+func (emptyBackend) BrokerDefaults() map[string]string {
+	return map[string]string{"min.insync.replicas": "1"}
+}
 func (emptyBackend) NewProducerID(context.Context) (int64, int16, *kerr.Error) {
 	return 1, 0, nil
 }

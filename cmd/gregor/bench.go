@@ -18,14 +18,17 @@ func benchCmd() *cobra.Command {
 	var (
 		records, valueBytes, rounds int
 		partitions                  int32
+		skipReplicated              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Throughput of the embedded cluster beside franz-go's kfake, same load, same run",
 		Long: `Runs one franz-go load (default: 100-byte records, 8 partitions, 200k records,
 acks=1) against a broker started like 'gregor up --runtime process' and against
-franz-go's in-memory kfake, alternating rounds, and prints the median
-records/s of each and their ratio. Ratios, not absolute times, are the result:
+franz-go's in-memory kfake (in its own process, like the broker), alternating
+rounds, and prints the median records/s of each and their ratio. Then the
+same load with RF=3 on a 3-broker cluster, acks=1 and acks=all, beside kfake
+(unreplicated) with the same acks. Ratios, not absolute times, are the result:
 the machine is shared and noisy.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -54,10 +57,37 @@ the machine is shared and noisy.`,
 				return err
 			}
 			label := fmt.Sprintf("RF=1 acks=1 %dx%dB p=%d", records, valueBytes, partitions)
-			bench.Print(cmd.OutOrStdout(), []bench.Row{
+			rows := []bench.Row{
 				{Label: label, Result: res["kfake"], Ref: res["kfake"]},
 				{Label: label, Result: res["gregor"], Ref: res["kfake"], TargetMin: 1.0},
-			})
+			}
+			if !skipReplicated {
+				c.Close(context.Background())
+				o3 := clusterOpts{nodes: 3, runtime: "process", minISR: 2, fsync: "never", lagMax: 30 * time.Second}
+				c3, err := pickAndStart(ctx, &o3, "bench3", bin, cmd)
+				if err != nil {
+					return err
+				}
+				defer c3.Close(context.Background())
+				g3 := bench.Target{Name: "gregor RF=3", Bootstrap: c3.Bootstrap()}
+				for _, acks := range []int16{1, -1} {
+					rl := l
+					rl.Acks = acks
+					gl := rl
+					gl.RF = 3
+					kr, gr, err := bench.Pair(ctx, ref, rl, g3, gl, rounds)
+					if err != nil {
+						return err
+					}
+					name := "acks=1"
+					target := 0.0
+					if acks == -1 {
+						name, target = "acks=all", 0.5
+					}
+					rows = append(rows, bench.Row{Label: "RF=3 " + name + " vs kfake RF=1", Result: gr, Ref: kr, TargetMin: target, ProduceOnly: true})
+				}
+			}
+			bench.Print(cmd.OutOrStdout(), rows)
 			return nil
 		},
 	}
@@ -65,5 +95,6 @@ the machine is shared and noisy.`,
 	cmd.Flags().IntVar(&valueBytes, "value-bytes", 100, "bytes per record value")
 	cmd.Flags().Int32Var(&partitions, "partitions", 8, "partitions of the topic")
 	cmd.Flags().IntVar(&rounds, "rounds", 3, "alternating rounds per target (median reported)")
+	cmd.Flags().BoolVar(&skipReplicated, "single-node", false, "skip the RF=3 rows (3-broker cluster)")
 	return cmd
 }

@@ -38,6 +38,13 @@ type brokerFlags struct {
 	lagMax       time.Duration
 	bugs         []string
 	logLevel     string
+	voters       string
+	kafkaPeers   string
+	ctrlOnly     bool
+	session      time.Duration
+	heartbeat    time.Duration
+	raftTimeout  time.Duration
+	metrics      string
 }
 
 func (f *brokerFlags) register(cmd *cobra.Command) {
@@ -60,6 +67,13 @@ func (f *brokerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.lagMax, "replica-lag-max", 30*time.Second, "replica.lag.time.max.ms")
 	fl.StringSliceVar(&f.bugs, "bug", nil, "plant a known bug (testing the harness): "+strings.Join(cluster.BugNames(), ", "))
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug | info | warn | error")
+	fl.StringVar(&f.voters, "voters", "", "controller quorum voters id@host:raftport,... (every node of a multi-broker cluster); empty: a cluster of one")
+	fl.StringVar(&f.kafkaPeers, "kafka-peers", "", "Kafka listeners of the voters id@host:port,... (with --voters)")
+	fl.BoolVar(&f.ctrlOnly, "controller-only", false, "a controller quorum voter that is not a broker (process.roles=controller)")
+	fl.DurationVar(&f.session, "session-timeout", 9*time.Second, "broker.session.timeout.ms: a broker silent this long is fenced")
+	fl.DurationVar(&f.heartbeat, "heartbeat-interval", 0, "broker.heartbeat.interval.ms (default: min(2s, session/4))")
+	fl.DurationVar(&f.raftTimeout, "raft-timeout", time.Second, "controller quorum heartbeat and election timeout")
+	fl.StringVar(&f.metrics, "metrics-listen", "", "serve GET /metrics (Prometheus text) on this host:port")
 }
 
 func (f *brokerFlags) config() (cluster.Config, error) {
@@ -67,9 +81,15 @@ func (f *brokerFlags) config() (cluster.Config, error) {
 	if err != nil {
 		return cluster.Config{}, err
 	}
-	bugs, err := cluster.ParseBugs(f.bugs)
+	bugs, electOutside, err := cluster.ParseAllBugs(f.bugs)
 	if err != nil {
 		return cluster.Config{}, err
+	}
+	var peers []cluster.Peer
+	if f.voters != "" || f.kafkaPeers != "" {
+		if peers, err = cluster.ParsePeers(f.voters, f.kafkaPeers); err != nil {
+			return cluster.Config{}, err
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -85,7 +105,10 @@ func (f *brokerFlags) config() (cluster.Config, error) {
 			Fsync: pol, LazyFS: f.lazyFS, WritebackDelay: f.writeback,
 		},
 		ReplicaLagMax: f.lagMax,
-		Bugs:          bugs,
+		Bugs:          bugs, ElectOutsideISR: electOutside,
+		Peers: peers, ControllerOnly: f.ctrlOnly,
+		SessionTimeout: f.session, HeartbeatInterval: f.heartbeat, RaftTimeout: f.raftTimeout,
+		MetricsListen: f.metrics,
 		Logger:        logger,
 	}, nil
 }

@@ -30,6 +30,11 @@ type clusterOpts struct {
 	bugs       []string
 	autoCreate bool
 	extra      []string
+	// controllers are extra controller-only voters (ids after the brokers),
+	// so the quorum outlives the loss of most brokers.
+	controllers int
+	session     time.Duration
+	metrics     bool
 }
 
 func (o *clusterOpts) register(cmd *cobra.Command) {
@@ -44,14 +49,19 @@ func (o *clusterOpts) register(cmd *cobra.Command) {
 	fl.StringSliceVar(&o.bugs, "bug", nil, "plant a known bug in every broker")
 	fl.BoolVar(&o.autoCreate, "auto-create-topics", true, "create unknown topics on Metadata")
 	fl.StringArrayVar(&o.extra, "broker-arg", nil, "extra flag passed to every broker (repeatable)")
+	fl.IntVar(&o.controllers, "controllers", 0, "extra controller-only quorum voters (KRaft process.roles=controller)")
+	fl.DurationVar(&o.session, "session-timeout", 9*time.Second, "broker.session.timeout.ms")
 }
 
 func (o *clusterOpts) validate() error {
 	if o.nodes < 1 || o.nodes > runtime.MaxNodes {
 		return fmt.Errorf("--nodes %d: give 1..%d", o.nodes, runtime.MaxNodes)
 	}
-	if o.nodes > 1 {
-		return fmt.Errorf("--nodes %d: multi-broker clusters need the controller quorum, which is not built yet; use --nodes 1", o.nodes)
+	if o.controllers < 0 || o.nodes+o.controllers > runtime.MaxNodes {
+		return fmt.Errorf("--controllers %d: give 0..%d", o.controllers, runtime.MaxNodes-o.nodes)
+	}
+	if o.minISR > o.nodes {
+		return fmt.Errorf("--min-isr %d > --nodes %d: no topic could take acks=all writes; lower --min-isr", o.minISR, o.nodes)
 	}
 	return nil
 }
@@ -72,11 +82,23 @@ func (o *clusterOpts) spec(name, binary string) runtime.ClusterSpec {
 	for _, b := range o.bugs {
 		args = append(args, "--bug", b)
 	}
+	if o.session > 0 {
+		args = append(args, "--session-timeout", o.session.String())
+	}
+	if o.nodes+o.controllers > 1 {
+		// Every node is a voter of the controller quorum (combined mode).
+		args = append(args, "--voters", "{{.Peers}}", "--kafka-peers", "{{.KafkaPeers}}")
+	}
+	args = append(args, "--default-rf", strconv.Itoa(min(3, o.nodes)), "--metrics-listen", "{{.Host}}:9094")
 	args = append(args, o.extra...)
 	spec := runtime.ClusterSpec{Name: name, KafkaPort: 9092, RaftPort: 9093, Binary: binary,
 		Labels: map[string]string{}, Ready: harness.KafkaReady(o.nodes), ReadyTimeout: 30 * time.Second}
-	for i := 1; i <= o.nodes; i++ {
-		spec.Nodes = append(spec.Nodes, runtime.NodeSpec{ID: int32(i), Args: args})
+	for i := 1; i <= o.nodes+o.controllers; i++ {
+		a := args
+		if i > o.nodes {
+			a = append(append([]string(nil), args...), "--controller-only")
+		}
+		spec.Nodes = append(spec.Nodes, runtime.NodeSpec{ID: int32(i), Args: a})
 	}
 	return spec
 }

@@ -1,0 +1,493 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"gregor/cluster/faultnet"
+	"gregor/cluster/meta"
+	"gregor/cluster/storage"
+)
+
+// block makes node a drop all traffic with nodes bs (both ways: every
+// listed node gets the rule), as a partition would.
+func (tc *testCluster) block(a int, bs ...int) {
+	tc.t.Helper()
+	host := func(id int) string { h, _, _ := splitHost(tc.cfgs[id-1].Listen); return h }
+	rules := map[int][]string{}
+	for _, b := range bs {
+		rules[a] = append(rules[a], host(b))
+		rules[b] = append(rules[b], host(a))
+	}
+	for id, drop := range rules {
+		if br := tc.brokers[id-1]; br != nil {
+			br.net.Set(faultnet.Rules{Drop: drop})
+		}
+	}
+}
+
+// heal removes every node's network faults.
+func (tc *testCluster) heal() {
+	for _, b := range tc.brokers {
+		if b != nil {
+			b.net.Set(faultnet.Rules{})
+		}
+	}
+}
+
+func splitHost(addr string) (string, string, error) {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[:i], addr[i+1:], nil
+		}
+	}
+	return addr, "", fmt.Errorf("no port in %q", addr)
+}
+
+// waitISRWithout waits until id leaves topic/0's ISR and returns how long it
+// took.
+func (tc *testCluster) waitISRWithout(topic string, id int32, limit time.Duration) time.Duration {
+	tc.t.Helper()
+	return tc.waitFor(fmt.Sprintf("%d leaves the ISR", id), limit, func() error {
+		if isr := tc.isr(topic, 0); slices.Contains(isr, id) {
+			return fmt.Errorf("isr %v", isr)
+		}
+		return nil
+	})
+}
+
+// follower returns a follower of topic/0 that is not the active controller,
+// so that cutting it off from the leader does not also cut the leader off
+// from the controller it must ask to shrink the ISR.
+func (tc *testCluster) follower(topic string) int {
+	l := int(tc.leader(topic, 0))
+	active := int(tc.any().q.ctrl.ActiveController())
+	for id := 1; id <= tc.n; id++ {
+		if id != l && id != active {
+			return id
+		}
+	}
+	return -1
+}
+
+// TestISRRemovalPaths checks seed 003's three ways out of the ISR, each on
+// its own timer: a controlled shutdown (SIGTERM) leaves at once; a crash
+// (SIGKILL) leaves when the broker's session expires at the controller; a
+// live follower that stops fetching leaves after replica.lag.time.max.ms.
+func TestISRRemovalPaths(t *testing.T) {
+	t.Run("sigterm-immediate", func(t *testing.T) {
+		// A long session: only the controlled shutdown can explain a
+		// quick removal.
+		tc := startClusterWith(t, 3, 2, func(c *Config) { c.SessionTimeout = 20 * time.Second; c.HeartbeatInterval = 250 * time.Millisecond })
+		tc.createTopic("term", 1, 3, nil)
+		f := tc.follower("term")
+		start := time.Now()
+		tc.stop(f)
+		took := time.Since(start) + tc.waitISRWithout("term", int32(f), 10*time.Second)
+		if took > 10*time.Second/2 {
+			t.Fatalf("SIGTERM removal took %v: not immediate against a 20s session", took)
+		}
+	})
+	t.Run("sigkill-session-timeout", func(t *testing.T) {
+		const session = 3 * time.Second
+		tc := startClusterWith(t, 3, 2, func(c *Config) {
+			c.SessionTimeout = session
+			c.ReplicaLagMax = time.Minute
+			c.MetricsListen = net.JoinHostPort(hostOf(c.Listen), "0")
+		})
+		tc.createTopic("kill", 1, 3, nil)
+		f := tc.follower("kill")
+		leader := tc.brokers[tc.leader("kill", 0)-1]
+		tc.waitFor("healthy metrics", 10*time.Second, func() error {
+			m := scrape(t, leader)
+			if m["kafka_server_replicamanager_underreplicatedpartitions"] != 0 || m["kafka_server_replicamanager_leadercount"] != 1 {
+				return fmt.Errorf("metrics %v", m)
+			}
+			return nil
+		})
+		start := time.Now()
+		tc.kill(f)
+		tc.waitISRWithout("kill", int32(f), 4*session)
+		took := time.Since(start)
+		tc.waitFor("metrics show the shrink", 5*time.Second, func() error {
+			m := scrape(t, leader)
+			if m["kafka_server_replicamanager_underreplicatedpartitions"] != 1 || m["kafka_server_replicamanager_isrshrinks_total"] < 1 {
+				return fmt.Errorf("metrics %v", m)
+			}
+			return nil
+		})
+		// The controller fences at session expiry after the last heartbeat
+		// (one interval before the kill at most).
+		if took < session/2 || took > 3*session {
+			t.Fatalf("SIGKILL removal after %v, want about the %v session timeout", took, session)
+		}
+	})
+	t.Run("lagging-follower", func(t *testing.T) {
+		const lag = 1500 * time.Millisecond
+		tc := startClusterWith(t, 3, 2, func(c *Config) { c.SessionTimeout = 30 * time.Second; c.ReplicaLagMax = lag })
+		tc.createTopic("lag", 1, 3, nil)
+		leader, f := int(tc.leader("lag", 0)), tc.follower("lag")
+		// The follower stays alive and heartbeats (its session is long) but
+		// cannot fetch: a paused or slowed follower, as the leader sees it.
+		start := time.Now()
+		tc.block(f, leader)
+		tc.waitISRWithout("lag", int32(f), 20*time.Second)
+		took := time.Since(start)
+		if took < lag/2 || took > 10*lag {
+			t.Fatalf("lag removal after %v, want about replica.lag.time.max.ms %v (session is 30s)", took, lag)
+		}
+		tc.heal()
+		tc.waitFor("follower rejoins the ISR", 20*time.Second, func() error {
+			if !slices.Contains(tc.isr("lag", 0), int32(f)) {
+				return fmt.Errorf("isr %v", tc.isr("lag", 0))
+			}
+			return nil
+		})
+	})
+}
+
+// logBytes returns every batch of a replica's log, as stored.
+func logBytes(t *testing.T, b *Broker, topic string) []byte {
+	t.Helper()
+	p := b.Partition(topic, 0)
+	if p == nil {
+		t.Fatalf("node %d has no replica of %s", b.cfg.NodeID, topic)
+	}
+	_, _, leo := p.Offsets()
+	var out []byte
+	for off := int64(0); off < leo; {
+		recs, err := p.Log().Read(off, 1<<20, leo)
+		if err != nil || len(recs) == 0 {
+			t.Fatalf("node %d: read at %d: %v", b.cfg.NodeID, off, err)
+		}
+		out = append(out, recs...)
+		// Advance past what was read: the last batch's next offset.
+		off = lastNext(t, recs)
+	}
+	return out
+}
+
+// TestSeed001Exercise3 is seed 001's exercise 3: HW 10, leader LEO 12, the
+// leader dies. Offsets 10-11 were never acknowledged to the acks=all
+// producer; the new leader writes its own 10-11; the old leader, back as a
+// follower, truncates them by leader epoch, and all three logs converge to
+// identical bytes.
+func TestSeed001Exercise3(t *testing.T) {
+	tc := startClusterWith(t, 3, 2, func(c *Config) { c.ReplicaLagMax = time.Minute })
+	two := "2"
+	tc.createTopic("ex3", 1, 3, map[string]*string{"min.insync.replicas": &two})
+	all := tc.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(10*time.Second))
+	for i := 0; i < 10; i++ {
+		if _, err := produce(all, "ex3", fmt.Sprint("acked-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := int(tc.leader("ex3", 0))
+	var others []int
+	for id := 1; id <= 3; id++ {
+		if id != old {
+			others = append(others, id)
+		}
+	}
+	tc.waitFor("followers at LEO 10", 10*time.Second, func() error {
+		for _, id := range others {
+			if _, _, leo := tc.brokers[id-1].Partition("ex3", 0).Offsets(); leo != 10 {
+				return fmt.Errorf("node %d LEO %d", id, leo)
+			}
+		}
+		return nil
+	})
+	tc.block(old, others...)
+	for i := 0; i < 2; i++ {
+		// acks=all with a short timeout: appended on the leader, never
+		// replicated, never acknowledged.
+		if code := tc.rawProduceTimeout("ex3", fmt.Sprint("unacked-", i), 300); code == 0 {
+			t.Fatalf("write %d was acknowledged although no follower could fetch it", i)
+		}
+	}
+	start, hw, leo := tc.brokers[old-1].Partition("ex3", 0).Offsets()
+	if start != 0 || hw != 10 || leo != 12 {
+		t.Fatalf("leader before the crash: HW %d LEO %d, want HW 10 LEO 12", hw, leo)
+	}
+	tc.kill(old)
+	tc.heal()
+	tc.waitFor("new leader elected", 10*time.Second, func() error {
+		if l := tc.leader("ex3", 0); l == int32(old) || l == meta.NoLeader {
+			return fmt.Errorf("leader %d", l)
+		}
+		return nil
+	})
+	for i := 0; i < 3; i++ {
+		if _, err := produce(all, "ex3", fmt.Sprint("new-", i)); err != nil {
+			t.Fatalf("write to the new leader: %v", err)
+		}
+	}
+	tc.start(old)
+	tc.waitFor("old leader back in the ISR", 20*time.Second, func() error {
+		if !slices.Contains(tc.isr("ex3", 0), int32(old)) {
+			return fmt.Errorf("isr %v", tc.isr("ex3", 0))
+		}
+		return nil
+	})
+	got := tc.readAll("ex3")
+	want := []string{}
+	for i := 0; i < 10; i++ {
+		want = append(want, fmt.Sprint("acked-", i))
+	}
+	want = append(want, "new-0", "new-1", "new-2")
+	if !slices.Equal(got, want) {
+		t.Fatalf("log after failover:\n got %v\nwant %v", got, want)
+	}
+	tc.waitFor("replica logs identical", 10*time.Second, func() error {
+		ref := logBytes(t, tc.brokers[others[0]-1], "ex3")
+		for id := 1; id <= 3; id++ {
+			if b := logBytes(t, tc.brokers[id-1], "ex3"); !bytes.Equal(b, ref) {
+				return fmt.Errorf("node %d's log (%d bytes) differs from node %d's (%d bytes)", id, len(b), others[0], len(ref))
+			}
+		}
+		return nil
+	})
+}
+
+// kip101Scenario plays the KIP-101 data-loss scenario with two failures on
+// RF 3. Leader A, followers X and Y. m is acknowledged; Y has m but its
+// HW still lags (the fetch response carrying the new HW is long-polling),
+// and Y is then cut off from the other brokers (not from the controller).
+// A dies; X is elected (it precedes Y in the replica order); Y starts
+// following X's new epoch and reconciles its log — by leader epoch it must
+// ask X (unreachable, so it keeps m), by its HW it drops m at once. X dies;
+// Y, still in the ISR, is elected. It returns whether m survived.
+func kip101Scenario(t *testing.T, bugs ...string) bool {
+	planted, err := ParseBugs(bugs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := startClusterWith(t, 3, 2, func(c *Config) { c.ReplicaLagMax = time.Minute; c.Bugs = planted })
+	tc.createTopic("kip101", 1, 3, nil)
+	all := tc.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(10*time.Second))
+	for i := 0; i < 5; i++ {
+		if _, err := produce(all, "kip101", fmt.Sprint("r", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := tc.any().Image().Topics["kip101"].Partitions[0]
+	a := int(st.Leader)
+	var rest []int
+	for _, r := range st.Replicas {
+		if int(r) != a {
+			rest = append(rest, int(r))
+		}
+	}
+	x, y := rest[0], rest[1]
+	for attempt := 0; ; attempt++ {
+		if attempt == 5 {
+			t.Fatal("could not catch Y's HW behind the leader's in 5 attempts")
+		}
+		r, err := produce(all, "kip101", fmt.Sprint("m", attempt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.block(y, a, x)
+		_, hwY, leoY := tc.brokers[y-1].Partition("kip101", 0).Offsets()
+		if leoY == r.Offset+1 && hwY <= r.Offset {
+			break
+		}
+		tc.heal()
+		time.Sleep(time.Second)
+	}
+	acked := tc.readAll("kip101") // below A's HW: every acknowledged record
+	tc.kill(a)
+	tc.waitFor("X elected", 15*time.Second, func() error {
+		if l := tc.leader("kip101", 0); l != int32(x) {
+			return fmt.Errorf("leader %d", l)
+		}
+		return nil
+	})
+	// Give Y's fetcher for X's epoch time to reconcile (it cannot fetch).
+	time.Sleep(time.Second)
+	tc.kill(x)
+	tc.heal()
+	tc.waitFor("Y elected", 15*time.Second, func() error {
+		if l := tc.leader("kip101", 0); l != int32(y) {
+			return fmt.Errorf("leader %d (isr %v)", l, tc.isr("kip101", 0))
+		}
+		return nil
+	})
+	got := tc.readAll("kip101")
+	for _, v := range acked {
+		if !slices.Contains(got, v) {
+			t.Logf("acknowledged %s lost: Y holds %v", v, got)
+			return false
+		}
+	}
+	return true
+}
+
+// lastNext is the offset after the last of the batches in recs.
+func lastNext(t *testing.T, recs []byte) int64 {
+	t.Helper()
+	next := int64(-1)
+	if err := storage.ForEachBatch(recs, func(h storage.BatchHeader, _ []byte) error {
+		next = h.NextOffset()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
+// rawProduceTimeout sends one acks=all record to partition 0's leader with
+// the given produce timeout and returns the partition's error code.
+func (tc *testCluster) rawProduceTimeout(topic, value string, timeoutMs int32) int16 {
+	tc.t.Helper()
+	return tc.rawProduceWith(topic, -1, value, timeoutMs)
+}
+
+// TestLeaderEpochTruncationKeepsAckedRecords: with leader-epoch truncation
+// the KIP-101 scenario loses nothing; with the planted pre-KIP-101 bug
+// (truncate to the HW) the acknowledged record is lost.
+func TestLeaderEpochTruncationKeepsAckedRecords(t *testing.T) {
+	t.Run("leader-epoch", func(t *testing.T) {
+		if !kip101Scenario(t) {
+			t.Fatal("an acknowledged record was lost with leader-epoch truncation")
+		}
+	})
+	t.Run("planted-truncate-to-hw", func(t *testing.T) {
+		if kip101Scenario(t, "truncate-to-hw") {
+			t.Fatal("the planted HW-truncation bug lost nothing: the scenario does not exercise it")
+		}
+	})
+}
+
+// TestUncleanElection: the follower is out of the ISR and acknowledged
+// records exist only on the leader, which then dies. With unclean election
+// on, the stale follower leads and the records are lost; off, the partition
+// stays offline until the ISR member returns, and nothing is lost.
+func TestUncleanElection(t *testing.T) {
+	for _, unclean := range []bool{true, false} {
+		t.Run(fmt.Sprintf("unclean=%v", unclean), func(t *testing.T) {
+			tc := startClusterWith(t, 2, 1, func(c *Config) { c.ReplicaLagMax = time.Second; c.Unclean = unclean })
+			tc.createTopic("uncl", 1, 2, nil) // min ISR 1
+			all := tc.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(10*time.Second))
+			a := int(tc.leader("uncl", 0))
+			b := 3 - a
+			tc.block(a, b)
+			tc.waitISRWithout("uncl", int32(b), 15*time.Second)
+			var acked []string
+			for i := 0; i < 5; i++ {
+				v := fmt.Sprint("only-on-leader-", i)
+				if _, err := produce(all, "uncl", v); err != nil {
+					t.Fatalf("acks=all with ISR [leader], min ISR 1: %v", err)
+				}
+				acked = append(acked, v)
+			}
+			tc.kill(a)
+			tc.heal()
+			if unclean {
+				tc.waitFor("stale follower elected", 10*time.Second, func() error {
+					if l := tc.leader("uncl", 0); l != int32(b) {
+						return fmt.Errorf("leader %d", l)
+					}
+					return nil
+				})
+				got := tc.readAll("uncl")
+				for _, v := range acked {
+					if slices.Contains(got, v) {
+						t.Fatalf("%s survived an unclean election it was never replicated to", v)
+					}
+				}
+				return
+			}
+			// Clean only: offline for well past the session timeout.
+			deadline := time.Now().Add(3 * testSession)
+			for time.Now().Before(deadline) {
+				if l := tc.leader("uncl", 0); l == int32(b) {
+					t.Fatal("the out-of-sync follower was elected with unclean election off")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if l := tc.leader("uncl", 0); l != meta.NoLeader {
+				t.Fatalf("leader %d while the only ISR member is down", l)
+			}
+			tc.start(a)
+			tc.waitFor("ISR member returns as leader", 15*time.Second, func() error {
+				if l := tc.leader("uncl", 0); l != int32(a) {
+					return fmt.Errorf("leader %d", l)
+				}
+				return nil
+			})
+			got := tc.readAll("uncl")
+			for _, v := range acked {
+				if !slices.Contains(got, v) {
+					t.Fatalf("acknowledged %s lost with unclean election off", v)
+				}
+			}
+		})
+	}
+}
+
+// TestFailoverWithinTwoSessions: after the leader is SIGKILLed, a new
+// leader serves writes within 2 x broker.session.timeout.ms.
+func TestFailoverWithinTwoSessions(t *testing.T) {
+	tc := startClusterWith(t, 3, 2, nil)
+	tc.createTopic("fo", 1, 3, nil)
+	all := tc.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(30*time.Second))
+	if _, err := produce(all, "fo", "before"); err != nil {
+		t.Fatal(err)
+	}
+	old := tc.leader("fo", 0)
+	start := time.Now()
+	tc.kill(int(old))
+	tc.waitFor("new leader", 2*testSession, func() error {
+		if l := tc.leader("fo", 0); l == old || l == meta.NoLeader {
+			return fmt.Errorf("leader %d", l)
+		}
+		return nil
+	})
+	elected := time.Since(start)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testSession)
+	defer cancel()
+	if err := all.ProduceSync(ctx, &kgo.Record{Topic: "fo", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("no write within 2 sessions of the kill (leader elected after %v): %v", elected, err)
+	}
+	t.Logf("leader elected %v after SIGKILL; session %v", elected, testSession)
+}
+
+func hostOf(addr string) string {
+	h, _, _ := splitHost(addr)
+	return h
+}
+
+// scrape reads a broker's /metrics into name -> value (unlabelled series).
+func scrape(t *testing.T, b *Broker) map[string]int64 {
+	t.Helper()
+	resp, err := http.Get("http://" + b.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]int64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || strings.Contains(line, "{") {
+			continue
+		}
+		name, v, ok := strings.Cut(line, " ")
+		if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil {
+			out[name] = n
+		}
+	}
+	return out
+}
