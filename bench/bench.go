@@ -122,6 +122,20 @@ func Run(ctx context.Context, t Target, l Load, topic string) (Result, error) {
 		return res, err
 	}
 	value := make([]byte, l.ValueBytes)
+	// Warm up: one record per partition, untimed, so that the timed run does
+	// not include a new topic's leaders settling on every broker (franz-go
+	// backs off on NOT_LEADER while they do) — the same for every target.
+	warm, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		return res, err
+	}
+	for p := int32(0); p < l.Partitions; p++ {
+		if err := warm.ProduceSync(ctx, &kgo.Record{Partition: p, Value: value}).FirstErr(); err != nil {
+			warm.Close()
+			return res, fmt.Errorf("%s: warm-up produce to partition %d: %w", t.Name, p, err)
+		}
+	}
+	warm.Close()
 	var wg sync.WaitGroup
 	var failed atomic.Int64
 	var firstErr atomic.Value
@@ -151,8 +165,9 @@ func Run(ctx context.Context, t Target, l Load, topic string) (Result, error) {
 	}
 	defer cons.Close()
 	got := 0
+	want := l.Records + int(l.Partitions) // with the warm-up records
 	start = time.Now()
-	for got < l.Records {
+	for got < want {
 		fs := cons.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("%s: consumed %d of %d: %w", t.Name, got, l.Records, ctx.Err())

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 
 	"gregor/bench"
@@ -32,3 +33,5 @@ func BenchmarkKFakeProduceConsume(b *testing.B) {
 		}
 	}
 }
+
+func benchEnv() bool { return os.Getenv("GREGOR_BENCH_RF3") != "" }
