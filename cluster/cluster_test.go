@@ -356,7 +356,16 @@ func (tc *testCluster) rawProduce(topic string, acks int16, value string) int16 
 
 func (tc *testCluster) rawProduceWith(topic string, acks int16, value string, timeoutMs int32) int16 {
 	tc.t.Helper()
-	cl := tc.client()
+	// franz-go stamps its own RequiredAcks on produce requests it carries,
+	// so the client must be configured with the acks under test.
+	opt := kgo.RequiredAcks(kgo.AllISRAcks())
+	switch acks {
+	case 0:
+		opt = kgo.RequiredAcks(kgo.NoAck())
+	case 1:
+		opt = kgo.RequiredAcks(kgo.LeaderAck())
+	}
+	cl := tc.client(opt, kgo.DisableIdempotentWrite())
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks = acks
 	req.TimeoutMillis = timeoutMs
