@@ -127,22 +127,30 @@ func TestSeedsDecode(t *testing.T) {
 	}
 }
 
-// serveBytes writes raw bytes to a served connection and returns what the
-// server answered before closing it.
-func serveBytes(t *testing.T, s *Server, in []byte) []byte {
+// dialServer serves s on a loopback listener and returns a client
+// connection with a 10 s deadline; both close with the test.
+func dialServer(t *testing.T, s *Server) net.Conn {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go s.Serve(ln)
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
+}
+
+// serveBytes writes raw bytes to a served connection and returns what the
+// server answered before closing it.
+func serveBytes(t *testing.T, s *Server, in []byte) []byte {
+	t.Helper()
+	c := dialServer(t, s)
 	if _, err := c.Write(in); err != nil {
 		t.Fatal(err)
 	}
@@ -167,19 +175,9 @@ func TestTruncatedFrameClosesConnection(t *testing.T) {
 	body := frameFor(kmsg.NewPtrApiVersionsRequest(), 3)
 	in := binary.BigEndian.AppendUint32(nil, uint32(len(body)+10))
 	in = append(in, body...)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	defer s.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialServer(t, s)
 	c.Write(in)
 	c.(*net.TCPConn).CloseWrite()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
 	out, _ := io.ReadAll(c)
 	if len(out) != 0 {
 		t.Fatalf("answered a truncated frame: %x", out)
@@ -218,18 +216,7 @@ func TestApiVersionsTooNew(t *testing.T) {
 	body = binary.BigEndian.AppendUint16(body, 0xffff)
 	in := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
 	in = append(in, body...)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	defer s.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c := dialServer(t, s)
 	c.Write(in)
 	var sz [4]byte
 	if _, err := io.ReadFull(c, sz[:]); err != nil {
