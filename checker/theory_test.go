@@ -44,7 +44,10 @@ func TestTheoryTable(t *testing.T) {
 		{"acks=1 under kill", with(func(c *history.Config) { c.Acks, c.Nemeses = "1", []string{"kill"} }), loss, "acks=1"},
 		{"acks=1 under slow only", with(func(c *history.Config) { c.Acks, c.Nemeses = "1", []string{"slow"} }), nil, ""},
 		{"acks=0 under slow", with(func(c *history.Config) { c.Acks, c.Nemeses = "0", []string{"slow"} }), loss, "acks=0"},
-		{"acks=all min ISR 1 under partition", with(func(c *history.Config) { c.MinISR, c.Nemeses = 1, []string{"partition"} }), loss, "min.insync.replicas=1"},
+		{"acks=all min ISR 1 under partition and kill", with(func(c *history.Config) { c.MinISR, c.Nemeses = 1, []string{"partition", "kill"} }), nil, ""},
+		{"acks=all min ISR 1, lazyfs power loss on one node", with(func(c *history.Config) {
+			c.MinISR, c.Nemeses, c.LazyFS, c.Fsync, c.NemesisTarget = 1, []string{"power-loss"}, true, "never", "random"
+		}), loss, "min.insync.replicas=1"},
 		{"unclean under kill", with(func(c *history.Config) { c.Unclean = true }), append([]string{PollSkip, NonmonotonicPoll}, loss...), "unclean"},
 		{"lazyfs power loss on all nodes", with(func(c *history.Config) {
 			c.Nemeses, c.LazyFS, c.Fsync, c.NemesisTarget = []string{"power-loss"}, true, "never", "all"
