@@ -1,0 +1,291 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gregor/checker"
+	"gregor/history"
+)
+
+// Cell is one matrix cell's outcome: a configuration x a nemesis set x a
+// seed, run once. results.json is a list of cells; shards merge by
+// concatenating their cells.
+type Cell struct {
+	// Config is the configuration part (no nemesis, no seed), e.g.
+	// "acks=all minisr=2 rf=3 unclean=false idem=true fsync=never".
+	Config  string `json:"config"`
+	Nemesis string `json:"nemesis"`
+	Seed    int64  `json:"seed"`
+	// Valid is "true", "false" or "unknown"; "crashed" when the run died.
+	Valid     string         `json:"valid"`
+	Counts    map[string]int `json:"counts"`
+	Forbidden []string       `json:"forbidden,omitempty"`
+	Allowed   []string       `json:"allowed,omitempty"`
+	// WriteAvailability is the share of sends that were acknowledged.
+	WriteAvailability float64 `json:"write_availability"`
+	// Report is the run report's path relative to the matrix output.
+	Report string `json:"report,omitempty"`
+	// Log is the tail of a crashed run's output.
+	Log string `json:"log,omitempty"`
+}
+
+// CellFrom summarises a checker result as a cell.
+func CellFrom(config, nemesis string, seed int64, res *checker.Result, report string) Cell {
+	c := Cell{Config: config, Nemesis: nemesis, Seed: seed, Valid: strings.Trim(res.Valid.String(), `"`),
+		Counts: res.Counts, WriteAvailability: res.Availability.OKShare, Report: report}
+	for a := range res.Forbidden {
+		c.Forbidden = append(c.Forbidden, a)
+	}
+	for a := range res.Allowed {
+		c.Allowed = append(c.Allowed, a)
+	}
+	sort.Strings(c.Forbidden)
+	sort.Strings(c.Allowed)
+	return c
+}
+
+// ConfigLabel names a configuration's matrix row.
+func ConfigLabel(c *history.Config) string {
+	s := fmt.Sprintf("acks=%s minisr=%d rf=%d unclean=%v idem=%v", c.Acks, c.MinISR, c.RF, c.Unclean, c.Idempotence)
+	if c.Fsync != "" && c.Fsync != "never" {
+		s += " fsync=" + c.Fsync
+	}
+	if c.LazyFS {
+		s += " lazyfs"
+	}
+	if c.AutoCommit {
+		s += " autocommit"
+	}
+	if c.CommitMode != "" {
+		s += " commit=" + c.CommitMode
+	}
+	if len(c.PlantedBugs) > 0 {
+		s += " bugs=" + strings.Join(c.PlantedBugs, ",")
+	}
+	return s
+}
+
+// Failed reports whether a cell fails the matrix: a forbidden anomaly or a
+// crash. Allowed anomalies are findings, not failures.
+func (c Cell) Failed() bool { return c.Valid == "false" || c.Valid == "crashed" }
+
+// SortCells orders cells by configuration, nemesis and seed, so a merged
+// set of shards renders exactly as the unsharded run.
+func SortCells(cells []Cell) {
+	sort.Slice(cells, func(i, j int) bool {
+		a, b := cells[i], cells[j]
+		if a.Config != b.Config {
+			return a.Config < b.Config
+		}
+		if a.Nemesis != b.Nemesis {
+			return a.Nemesis < b.Nemesis
+		}
+		return a.Seed < b.Seed
+	})
+}
+
+// ReadResults reads results.json files and concatenates their cells
+// (gregor report merge).
+func ReadResults(paths ...string) ([]Cell, error) {
+	var all []Cell
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		var cells []Cell
+		if err := json.Unmarshal(b, &cells); err != nil {
+			return nil, fmt.Errorf("%s: %w (not a results.json written by gregor matrix)", p, err)
+		}
+		all = append(all, cells...)
+	}
+	SortCells(all)
+	return all, nil
+}
+
+// WriteMatrix writes index.html, results.json and junit.xml into dir.
+func WriteMatrix(dir, title string, cells []Cell) error {
+	SortCells(cells)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(cells, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := writeJUnit(&buf, title, cells); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "junit.xml"), buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	buf.Reset()
+	if err := writeIndex(&buf, title, cells); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "index.html"), buf.Bytes(), 0o644)
+}
+
+type matrixCellView struct {
+	Lost, Unseen, Dups int
+	Avail              float64
+	Class              string
+	Runs               []Cell
+	Findings           string
+}
+
+type matrixRow struct {
+	Config string
+	Cells  []*matrixCellView // one per nemesis column (nil: not run)
+}
+
+type matrixView struct {
+	Title    string
+	Nemeses  []string
+	Rows     []matrixRow
+	Total    int
+	Failed   int
+	Crashed  int
+	Findings int
+}
+
+var indexTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
+	"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+}).ParseFS(templates, "templates/index.html"))
+
+func writeIndex(w io.Writer, title string, cells []Cell) error {
+	v := matrixView{Title: title, Total: len(cells)}
+	nemIdx := map[string]int{}
+	for _, c := range cells {
+		if _, ok := nemIdx[c.Nemesis]; !ok {
+			nemIdx[c.Nemesis] = 0
+			v.Nemeses = append(v.Nemeses, c.Nemesis)
+		}
+	}
+	sort.Strings(v.Nemeses)
+	for i, n := range v.Nemeses {
+		nemIdx[n] = i
+	}
+	rowIdx := map[string]int{}
+	for _, c := range cells {
+		ri, ok := rowIdx[c.Config]
+		if !ok {
+			ri = len(v.Rows)
+			rowIdx[c.Config] = ri
+			v.Rows = append(v.Rows, matrixRow{Config: c.Config, Cells: make([]*matrixCellView, len(v.Nemeses))})
+		}
+		mc := v.Rows[ri].Cells[nemIdx[c.Nemesis]]
+		if mc == nil {
+			mc = &matrixCellView{Class: "pass"}
+			v.Rows[ri].Cells[nemIdx[c.Nemesis]] = mc
+		}
+		mc.Runs = append(mc.Runs, c)
+		mc.Lost += c.Counts[checker.LostWrite]
+		mc.Unseen += c.Counts[checker.Unseen]
+		mc.Dups += c.Counts[checker.Duplicate]
+		mc.Avail += c.WriteAvailability
+		switch {
+		case c.Valid == "crashed":
+			mc.Class = "crashed"
+			v.Crashed++
+		case c.Valid == "false":
+			if mc.Class != "crashed" {
+				mc.Class = "fail"
+			}
+			v.Failed++
+		case c.Valid == "unknown" && mc.Class == "pass":
+			mc.Class = "unknown"
+		case len(c.Allowed) > 0 && mc.Class == "pass":
+			mc.Class = "finding"
+		}
+		if len(c.Allowed) > 0 {
+			v.Findings++
+		}
+	}
+	for _, r := range v.Rows {
+		for _, mc := range r.Cells {
+			if mc != nil && len(mc.Runs) > 0 {
+				mc.Avail /= float64(len(mc.Runs))
+				var f []string
+				for _, c := range mc.Runs {
+					f = append(f, c.Forbidden...)
+					f = append(f, c.Allowed...)
+				}
+				mc.Findings = strings.Join(dedup(f), ", ")
+			}
+		}
+	}
+	return indexTmpl.Execute(w, v)
+}
+
+func dedup(s []string) []string {
+	sort.Strings(s)
+	var out []string
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+type junitSuite struct {
+	XMLName  xml.Name    `xml:"testsuite"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// writeJUnit writes one testcase per cell: a forbidden anomaly is a
+// failure, a crash an error, an allowed anomaly a pass with the finding in
+// system-out.
+func writeJUnit(w io.Writer, title string, cells []Cell) error {
+	s := junitSuite{Name: title, Tests: len(cells)}
+	for _, c := range cells {
+		jc := junitCase{Name: fmt.Sprintf("%s | %s | seed %d", c.Config, c.Nemesis, c.Seed), Classname: "gregor.matrix"}
+		switch {
+		case c.Valid == "crashed":
+			jc.Error = &junitMessage{Message: "run crashed", Body: c.Log}
+			s.Errors++
+		case c.Valid == "false":
+			jc.Failure = &junitMessage{Message: "forbidden anomalies: " + strings.Join(c.Forbidden, ", "), Body: c.Report}
+			s.Failures++
+		}
+		if len(c.Allowed) > 0 {
+			jc.SystemOut = "unsafe configuration demonstrated: " + strings.Join(c.Allowed, ", ") + " (" + c.Report + ")"
+		}
+		s.Cases = append(s.Cases, jc)
+	}
+	io.WriteString(w, xml.Header)
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	return enc.Encode(s)
+}

@@ -1,0 +1,106 @@
+package reports
+
+import (
+	"encoding/xml"
+	"image/color"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func sampleCells() []Cell {
+	return []Cell{
+		{Config: "acks=1 minisr=1 rf=3 unclean=false idem=false", Nemesis: "kill-leader", Seed: 1, Valid: "true",
+			Counts: map[string]int{"lost-write": 12, "unseen": 3}, Allowed: []string{"lost-write", "unseen"}, WriteAvailability: 0.9, Report: "runs/a/report.html"},
+		{Config: "acks=all minisr=2 rf=3 unclean=false idem=true", Nemesis: "kill-leader", Seed: 1, Valid: "true",
+			Counts: map[string]int{}, WriteAvailability: 0.8, Report: "runs/b/report.html"},
+		{Config: "acks=all minisr=2 rf=3 unclean=false idem=true", Nemesis: "partition", Seed: 1, Valid: "false",
+			Counts: map[string]int{"lost-write": 1}, Forbidden: []string{"lost-write"}, WriteAvailability: 0.7, Report: "runs/c/report.html"},
+		{Config: "acks=all minisr=2 rf=3 unclean=false idem=true <b>x</b>", Nemesis: "pause", Seed: 2, Valid: "crashed", Log: "boom <script>"},
+	}
+}
+
+// TestMatrixReportInBrowser renders index.html and checks one row per
+// configuration, one column per nemesis, the colours, and escaping.
+func TestMatrixReportInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteMatrix(dir, "matrix", sampleCells()); err != nil {
+		t.Fatal(err)
+	}
+	dom, shot := render(t, filepath.Join(dir, "index.html"))
+	if got := count(dom, `<tr><th><code>`); got != 3 {
+		t.Fatalf("%d configuration rows, want 3", got)
+	}
+	if got := count(dom, `<td class="cell `); got != 3*3 {
+		t.Fatalf("%d cells, want 9 (3 rows x 3 nemeses)", got)
+	}
+	for _, cls := range []string{`class="cell finding"`, `class="cell pass"`, `class="cell fail"`, `class="cell crashed"`} {
+		if !strings.Contains(dom, cls) {
+			t.Fatalf("no %s cell", cls)
+		}
+	}
+	mustContain(t, dom, "lost acks: <b>12</b>", "4 runs: 1 with forbidden anomalies, 1 crashed, 1 demonstrating", "&lt;b&gt;x&lt;/b&gt;")
+	if n := colours(shot, color.RGBA{0xf7, 0xc9, 0xc9, 0xff}); n < 50 {
+		t.Fatalf("screenshot has %d pixels of the forbidden-anomaly colour", n)
+	}
+}
+
+// TestJUnit: a forbidden anomaly is a failure, a crash an error, an allowed
+// anomaly a pass with the finding in system-out.
+func TestJUnit(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteMatrix(dir, "matrix", sampleCells()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s junitSuite
+	if err := xml.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Tests != 4 || s.Failures != 1 || s.Errors != 1 {
+		t.Fatalf("junit tests=%d failures=%d errors=%d", s.Tests, s.Failures, s.Errors)
+	}
+	found := false
+	for _, c := range s.Cases {
+		if strings.Contains(c.SystemOut, "unsafe configuration demonstrated: lost-write") && c.Failure == nil {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the allowed lost-write cell is not a pass with its finding in system-out")
+	}
+}
+
+// TestShardsMergeToUnsharded: results of two shards, merged, render the
+// same index as the unsharded results.
+func TestShardsMergeToUnsharded(t *testing.T) {
+	cells := sampleCells()
+	whole, s1, s2, merged := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	if err := WriteMatrix(whole, "m", append([]Cell(nil), cells...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMatrix(s1, "m", []Cell{cells[3], cells[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMatrix(s2, "m", []Cell{cells[2], cells[1]}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := ReadResults(filepath.Join(s1, "results.json"), filepath.Join(s2, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMatrix(merged, "m", all); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"index.html", "results.json", "junit.xml"} {
+		a, _ := os.ReadFile(filepath.Join(whole, f))
+		b, _ := os.ReadFile(filepath.Join(merged, f))
+		if string(a) != string(b) {
+			t.Fatalf("merged %s differs from the unsharded one", f)
+		}
+	}
+}
