@@ -275,7 +275,7 @@ func faultBands(nemesis []history.Op, end int64) []band {
 	var out []band
 	startAt, label := int64(-1), ""
 	for _, op := range nemesis {
-		if healing[op.F] || strings.HasSuffix(op.F, "-end") {
+		if healing[op.F] || strings.HasPrefix(op.F, "end-") {
 			if startAt >= 0 {
 				out = append(out, band{X: float64(startAt), W: float64(op.Time - startAt), Label: label})
 				startAt = -1

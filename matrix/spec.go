@@ -1,0 +1,325 @@
+// Package matrix expands a configuration matrix (matrix/*.yaml) into cells
+// — a configuration x a nemesis set x a seed — and runs each through
+// `gregor run` in its own process, so a cell that crashes is recorded as
+// crashed with its log and the matrix goes on.
+package matrix
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Spec is a matrix file.
+type Spec struct {
+	Name string `yaml:"name"`
+	// Defaults apply to every cell; configurations and nemesis sets
+	// override them.
+	Defaults Settings `yaml:"defaults"`
+	// Configs is an explicit list of configurations. Dimensions, if set,
+	// adds their cross product.
+	Configs    []Settings `yaml:"configs"`
+	Dimensions Dimensions `yaml:"dimensions"`
+	Nemeses    []Nemesis  `yaml:"nemeses"`
+	Seeds      []int64    `yaml:"seeds"`
+}
+
+// Settings are the `gregor run` flags of a configuration. Pointers tell
+// "not set here" from a zero value.
+type Settings struct {
+	Acks        string   `yaml:"acks,omitempty"`
+	MinISR      *int     `yaml:"min_isr,omitempty"`
+	RF          *int     `yaml:"rf,omitempty"`
+	Unclean     *bool    `yaml:"unclean,omitempty"`
+	Idempotence *bool    `yaml:"idempotence,omitempty"`
+	Fsync       string   `yaml:"fsync,omitempty"`
+	LazyFS      *bool    `yaml:"lazyfs,omitempty"`
+	Nodes       *int     `yaml:"nodes,omitempty"`
+	Controllers *int     `yaml:"controllers,omitempty"`
+	Partitions  *int     `yaml:"partitions,omitempty"`
+	TimeLimit   string   `yaml:"time_limit,omitempty"`
+	Rate        *float64 `yaml:"rate,omitempty"`
+	Bugs        []string `yaml:"bugs,omitempty"`
+	// Args are extra `gregor run` flags.
+	Args []string `yaml:"args,omitempty"`
+}
+
+// Dimensions are lists whose cross product gives configurations.
+type Dimensions struct {
+	Acks        []string `yaml:"acks"`
+	MinISR      []int    `yaml:"min_isr"`
+	RF          []int    `yaml:"rf"`
+	Unclean     []bool   `yaml:"unclean"`
+	Idempotence []bool   `yaml:"idempotence"`
+	Fsync       []string `yaml:"fsync"`
+}
+
+// Nemesis is a named nemesis set.
+type Nemesis struct {
+	Name     string   `yaml:"name"`
+	Kinds    []string `yaml:"kinds"`
+	Target   string   `yaml:"target"`
+	Interval string   `yaml:"interval"`
+	Duration string   `yaml:"duration"`
+	// Settings override the configuration for this nemesis (e.g. lazyfs
+	// for power loss).
+	Settings Settings `yaml:"settings"`
+}
+
+// Cell is one run of the matrix.
+type Cell struct {
+	Config   Settings
+	Nemesis  Nemesis
+	Seed     int64
+	Label    string // the configuration's row label
+	ID       string // stable, filesystem-safe
+	Args     []string
+	Duration time.Duration // the fault phase, for the estimate
+}
+
+// Load reads and validates a matrix file.
+func Load(path string) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Spec
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(s.Seeds) == 0 {
+		s.Seeds = []int64{1}
+	}
+	if len(s.Nemeses) == 0 {
+		return nil, fmt.Errorf("%s: no nemeses: list at least one nemesis set (kinds: [none] for a fault-free run)", path)
+	}
+	return &s, nil
+}
+
+// merge overlays o on s.
+func merge(s, o Settings) Settings {
+	if o.Acks != "" {
+		s.Acks = o.Acks
+	}
+	for _, p := range []struct {
+		dst **int
+		src *int
+	}{{&s.MinISR, o.MinISR}, {&s.RF, o.RF}, {&s.Nodes, o.Nodes}, {&s.Controllers, o.Controllers}, {&s.Partitions, o.Partitions}} {
+		if p.src != nil {
+			*p.dst = p.src
+		}
+	}
+	for _, p := range []struct {
+		dst **bool
+		src *bool
+	}{{&s.Unclean, o.Unclean}, {&s.Idempotence, o.Idempotence}, {&s.LazyFS, o.LazyFS}} {
+		if p.src != nil {
+			*p.dst = p.src
+		}
+	}
+	if o.Fsync != "" {
+		s.Fsync = o.Fsync
+	}
+	if o.TimeLimit != "" {
+		s.TimeLimit = o.TimeLimit
+	}
+	if o.Rate != nil {
+		s.Rate = o.Rate
+	}
+	if len(o.Bugs) > 0 {
+		s.Bugs = o.Bugs
+	}
+	s.Args = append(append([]string(nil), s.Args...), o.Args...)
+	return s
+}
+
+func (d Dimensions) expand() []Settings {
+	out := []Settings{{}}
+	cross := func(n int, set func(s *Settings, i int)) {
+		if n == 0 {
+			return
+		}
+		var next []Settings
+		for _, s := range out {
+			for i := 0; i < n; i++ {
+				c := s
+				set(&c, i)
+				next = append(next, c)
+			}
+		}
+		out = next
+	}
+	cross(len(d.Acks), func(s *Settings, i int) { s.Acks = d.Acks[i] })
+	cross(len(d.MinISR), func(s *Settings, i int) { v := d.MinISR[i]; s.MinISR = &v })
+	cross(len(d.RF), func(s *Settings, i int) { v := d.RF[i]; s.RF = &v })
+	cross(len(d.Unclean), func(s *Settings, i int) { v := d.Unclean[i]; s.Unclean = &v })
+	cross(len(d.Idempotence), func(s *Settings, i int) { v := d.Idempotence[i]; s.Idempotence = &v })
+	cross(len(d.Fsync), func(s *Settings, i int) { s.Fsync = d.Fsync[i] })
+	if len(out) == 1 && len(d.Acks)+len(d.MinISR)+len(d.RF)+len(d.Unclean)+len(d.Idempotence)+len(d.Fsync) == 0 {
+		return nil
+	}
+	return out
+}
+
+// Label is the configuration's row label in reports.
+func (s Settings) Label() string {
+	var parts []string
+	add := func(k, v string) { parts = append(parts, k+"="+v) }
+	add("acks", s.Acks)
+	if s.MinISR != nil {
+		add("minisr", strconv.Itoa(*s.MinISR))
+	}
+	if s.RF != nil {
+		add("rf", strconv.Itoa(*s.RF))
+	}
+	if s.Unclean != nil {
+		add("unclean", strconv.FormatBool(*s.Unclean))
+	}
+	if s.Idempotence != nil {
+		add("idem", strconv.FormatBool(*s.Idempotence))
+	}
+	if s.Fsync != "" {
+		add("fsync", s.Fsync)
+	}
+	if s.LazyFS != nil && *s.LazyFS {
+		parts = append(parts, "lazyfs")
+	}
+	if len(s.Bugs) > 0 {
+		add("bugs", strings.Join(s.Bugs, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+// args renders settings as `gregor run` flags.
+func (s Settings) args() []string {
+	var a []string
+	if s.Acks != "" {
+		a = append(a, "--acks", s.Acks)
+	}
+	ints := []struct {
+		flag string
+		v    *int
+	}{{"--min-isr", s.MinISR}, {"--rf", s.RF}, {"--nodes", s.Nodes}, {"--controllers", s.Controllers}, {"--partitions", s.Partitions}}
+	for _, p := range ints {
+		if p.v != nil {
+			a = append(a, p.flag, strconv.Itoa(*p.v))
+		}
+	}
+	if s.Unclean != nil {
+		a = append(a, "--unclean="+strconv.FormatBool(*s.Unclean))
+	}
+	if s.Idempotence != nil {
+		a = append(a, "--idempotence="+strconv.FormatBool(*s.Idempotence))
+	}
+	if s.LazyFS != nil {
+		a = append(a, "--lazyfs="+strconv.FormatBool(*s.LazyFS))
+	}
+	if s.Fsync != "" {
+		a = append(a, "--fsync", s.Fsync)
+	}
+	if s.TimeLimit != "" {
+		a = append(a, "--time-limit", s.TimeLimit)
+	}
+	if s.Rate != nil {
+		a = append(a, "--rate", strconv.FormatFloat(*s.Rate, 'f', -1, 64))
+	}
+	for _, b := range s.Bugs {
+		a = append(a, "--bug", b)
+	}
+	return append(a, s.Args...)
+}
+
+// impossible names why a configuration cannot run ("" if it can): the
+// cross product of dimensions skips these; an explicit config is left for
+// `gregor run` to refuse loudly.
+func impossible(s Settings) string {
+	if s.Idempotence != nil && *s.Idempotence && s.Acks != "all" && s.Acks != "" {
+		return "idempotence needs acks=all"
+	}
+	if s.MinISR != nil && s.RF != nil && *s.MinISR > *s.RF {
+		return "min ISR > RF"
+	}
+	return ""
+}
+
+// Cells expands the spec in a stable order.
+func (s *Spec) Cells() ([]Cell, error) {
+	configs := append([]Settings(nil), s.Configs...)
+	configs = append(configs, s.Dimensions.expand()...)
+	if len(configs) == 0 {
+		return nil, fmt.Errorf("matrix %q: no configurations: give configs or dimensions", s.Name)
+	}
+	var cells []Cell
+	for _, c := range configs {
+		if impossible(merge(s.Defaults, c)) != "" && len(s.Configs) == 0 {
+			continue // a cross product may name impossible combinations
+		}
+		for _, n := range s.Nemeses {
+			for _, seed := range s.Seeds {
+				full := merge(merge(s.Defaults, c), n.Settings)
+				if full.Acks == "" {
+					full.Acks = "all"
+				}
+				cell := Cell{Config: full, Nemesis: n, Seed: seed, Label: merge(c, n.Settings).Label()}
+				cell.Args = append(full.args(), "--nemesis", strings.Join(n.Kinds, ","), "--seed", strconv.FormatInt(seed, 10))
+				if n.Target != "" {
+					cell.Args = append(cell.Args, "--nemesis-target", n.Target)
+				}
+				if n.Interval != "" {
+					cell.Args = append(cell.Args, "--nemesis-interval", n.Interval)
+				}
+				if n.Duration != "" {
+					cell.Args = append(cell.Args, "--nemesis-duration", n.Duration)
+				}
+				if d, err := time.ParseDuration(full.TimeLimit); err == nil {
+					cell.Duration = d
+				} else if full.TimeLimit != "" {
+					return nil, fmt.Errorf("time_limit %q: %v (e.g. 30s)", full.TimeLimit, err)
+				}
+				h := sha256.Sum256([]byte(strings.Join(cell.Args, " ")))
+				cell.ID = fmt.Sprintf("%s-%s-s%d-%s", slug(cell.Label), slug(n.Name), seed, hex.EncodeToString(h[:3]))
+				cells = append(cells, cell)
+			}
+		}
+	}
+	sort.SliceStable(cells, func(i, j int) bool { return cells[i].ID < cells[j].ID })
+	return cells, nil
+}
+
+func slug(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		case r == '=':
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// Shard keeps cells i of n (1-based), dealing them round-robin so shards
+// get similar mixes.
+func Shard(cells []Cell, i, n int) ([]Cell, error) {
+	if n < 1 || i < 1 || i > n {
+		return nil, fmt.Errorf("--shard %d/%d: give i/n with 1 <= i <= n", i, n)
+	}
+	var out []Cell
+	for k, c := range cells {
+		if k%n == i-1 {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
