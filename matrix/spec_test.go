@@ -72,7 +72,7 @@ func TestShardsPartitionTheCells(t *testing.T) {
 		ids = append(ids, c.ID)
 	}
 	slices.Sort(ids)
-	if slices.Compact(ids); len(ids) != len(cells) {
+	if ids = slices.Compact(ids); len(ids) != len(cells) {
 		t.Fatal("a cell is in both shards")
 	}
 	if _, err := Shard(cells, 3, 2); err == nil {
