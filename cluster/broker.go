@@ -42,6 +42,9 @@ type Broker struct {
 	q    *quorum    // controller quorum link; nil for a single broker
 	pids *producerIDs
 
+	// groups coordinates consumer groups (groups.go); it stops with b.stop.
+	groups *groupCoordinator
+
 	mu         sync.RWMutex
 	partitions map[tp]*replica.Partition
 	// fetchers replicate the partitions this broker follows, one per
@@ -117,6 +120,7 @@ func Start(cfg Config) (*Broker, error) {
 		}
 	}
 	b.server = wire.NewServer(b, wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log})
+	b.groups = b.startGroups()
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	b.stopWatch = stopWatch
 	b.wg.Add(3)

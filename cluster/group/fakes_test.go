@@ -1,0 +1,178 @@
+package group
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// fakeClock fires timers only when the test advances it.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	at      time.Time
+	f       func()
+	stopped bool
+	c       *fakeClock
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.stopped
+	t.stopped = true
+	return was
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{at: c.now.Add(d), f: f, c: c}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// advance moves time forward, firing due timers in deadline order (timers
+// they arm fire too if due).
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	end := c.now.Add(d)
+	c.mu.Unlock()
+	for i := 0; i < 10_000; i++ {
+		c.mu.Lock()
+		var next *fakeTimer
+		for _, t := range c.timers {
+			if !t.stopped && !t.at.After(end) && (next == nil || t.at.Before(next.at)) {
+				next = t
+			}
+		}
+		if next == nil {
+			c.now = end
+			c.timers = slices.DeleteFunc(c.timers, func(t *fakeTimer) bool { return t.stopped })
+			c.mu.Unlock()
+			return
+		}
+		next.stopped = true
+		c.now = next.at
+		c.mu.Unlock()
+		next.f()
+	}
+	panic("fakeClock: timers keep re-arming")
+}
+
+// memLog is an in-memory __consumer_offsets partition.
+type memLog struct {
+	mu      sync.Mutex
+	leader  bool
+	epoch   int32
+	recs    []Record
+	failErr *kerr.Error   // next appends fail with it
+	block   chan struct{} // non-nil: Replay waits for it to close
+}
+
+func (l *memLog) LeaderEpoch() (int32, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epoch, l.leader
+}
+
+func (l *memLog) Append(_ context.Context, epoch int32, recs []Record) (int64, *kerr.Error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.leader || epoch != l.epoch {
+		return 0, kerr.NotLeaderForPartition
+	}
+	if l.failErr != nil {
+		return 0, l.failErr
+	}
+	base := int64(len(l.recs))
+	l.recs = append(l.recs, recs...)
+	return base, nil
+}
+
+func (l *memLog) Replay(ctx context.Context, fn func(int64, Record)) error {
+	l.mu.Lock()
+	block := l.block
+	l.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	l.mu.Lock()
+	recs := slices.Clone(l.recs)
+	l.mu.Unlock()
+	for i, r := range recs {
+		fn(int64(i), r)
+	}
+	return nil
+}
+
+func (l *memLog) setLeader(lead bool, epoch int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leader, l.epoch = lead, epoch
+}
+
+type memEnv struct{ logs []*memLog }
+
+func (e *memEnv) OffsetsPartitions() int32 { return int32(len(e.logs)) }
+func (e *memEnv) Log(p int32) Log {
+	if e.logs[p] == nil {
+		return nil
+	}
+	return e.logs[p]
+}
+
+// harness is one coordinator over in-memory logs that it leads.
+type harness struct {
+	t     *testing.T
+	clock *fakeClock
+	env   *memEnv
+	c     *Coordinator
+}
+
+func newHarness(t *testing.T, partitions int) *harness {
+	h := &harness{t: t, clock: newFakeClock(), env: &memEnv{}}
+	for i := 0; i < partitions; i++ {
+		h.env.logs = append(h.env.logs, &memLog{leader: true})
+	}
+	h.c = New(Config{OffsetsPartitions: int32(partitions), InitialRebalanceDelay: 300 * time.Millisecond, Clock: h.clock,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, h.env)
+	t.Cleanup(h.c.Close)
+	h.c.Poll()
+	h.waitLoaded("g")
+	return h
+}
+
+// waitLoaded waits (bounded) until the group's shard has loaded.
+func (h *harness) waitLoaded(group string) {
+	h.t.Helper()
+	for i := 0; i < 400; i++ {
+		if h.c.Leads(group) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.t.Fatalf("shard of %s did not load", group)
+}

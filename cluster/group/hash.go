@@ -1,0 +1,29 @@
+package group
+
+import "unicode/utf16"
+
+// javaStringHash is Java's String.hashCode: s[0]*31^(n-1) + ... over UTF-16
+// code units, in int32 arithmetic. Kafka places groups with it, and so do
+// we, so a group lands on the partition a Kafka cluster would use.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, c := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(c)
+	}
+	return h
+}
+
+// PartitionFor is the __consumer_offsets partition of a group: Kafka's
+// Utils.abs(groupId.hashCode) % partitions (abs(MinInt32) is 0 there).
+func PartitionFor(groupID string, partitions int32) int32 {
+	if partitions <= 0 {
+		return -1
+	}
+	h := javaStringHash(groupID)
+	if h == -1<<31 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % partitions
+}

@@ -1,0 +1,198 @@
+package cluster
+
+// Broker-side glue of the group coordinator (cluster/group): the
+// __consumer_offsets partitions as group.Log, FindCoordinator with the
+// topic's creation on first use, and wire.GroupBackend.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/group"
+	"gregor/cluster/meta"
+	"gregor/cluster/replica"
+	"gregor/cluster/storage"
+	"gregor/cluster/wire"
+)
+
+// groupCoordinator names the coordinator type for Broker's field.
+type groupCoordinator = group.Coordinator
+
+// groupConfig is the coordinator's configuration for this broker.
+// TODO(lead): expose Config.Groups if harness configs need to tune it.
+func (b *Broker) groupConfig() group.Config {
+	return group.Config{Logger: b.log}
+}
+
+// startGroups starts the coordinator; it stops when the broker stops
+// (before partitions close: shutdown waits for b.wg first).
+func (b *Broker) startGroups() *group.Coordinator {
+	c := group.New(b.groupConfig(), groupEnv{b})
+	c.Start()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		<-b.stop
+		c.Close()
+	}()
+	return c
+}
+
+type groupEnv struct{ b *Broker }
+
+func (e groupEnv) OffsetsPartitions() int32 {
+	if t := e.b.Image().Topics[group.Topic]; t != nil {
+		return int32(len(t.Partitions))
+	}
+	return 0
+}
+
+func (e groupEnv) Log(partition int32) group.Log {
+	p := e.b.Partition(group.Topic, partition)
+	if p == nil {
+		return nil
+	}
+	return offsetsLog{p: p, node: e.b.cfg.NodeID}
+}
+
+// offsetsLog is this broker's replica of one __consumer_offsets partition.
+type offsetsLog struct {
+	p    *replica.Partition
+	node int32
+}
+
+func (l offsetsLog) LeaderEpoch() (int32, bool) {
+	st := l.p.State()
+	return st.LeaderEpoch, st.Leader == l.node
+}
+
+// Append writes the records as one uncompressed v2 batch with acks=all and
+// waits until the high watermark passes it.
+func (l offsetsLog) Append(ctx context.Context, epoch int32, recs []group.Record) (int64, *kerr.Error) {
+	if st := l.p.State(); st.Leader != l.node || st.LeaderEpoch != epoch {
+		return 0, kerr.NotLeaderForPartition
+	}
+	tb := storage.TestBatch{Timestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	for _, r := range recs {
+		tb.Keys = append(tb.Keys, r.Key)
+		tb.Values = append(tb.Values, r.Value)
+	}
+	res, e := l.p.AppendAsLeader(tb.Encode(), -1)
+	if e != nil {
+		return 0, e
+	}
+	if res.Epoch != epoch {
+		return 0, kerr.NotLeaderForPartition
+	}
+	if e := l.p.WaitCommitted(ctx, res.EndOffset, res.Epoch); e != nil {
+		return 0, e
+	}
+	return res.BaseOffset, nil
+}
+
+// maxReplayRead bounds one read of a replay.
+const maxReplayRead = 1 << 20
+
+// Replay reads the partition from its start to its LEO as of the call.
+func (l offsetsLog) Replay(ctx context.Context, fn func(int64, group.Record)) error {
+	start, _, leo := l.p.Offsets()
+	for off := start; off < leo; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		raw, err := l.p.Log().Read(off, maxReplayRead, leo)
+		if err != nil {
+			return err
+		}
+		if len(raw) == 0 {
+			return nil
+		}
+		err = storage.ForEachBatch(raw, func(h storage.BatchHeader, batch []byte) error {
+			if h.NextOffset() <= off {
+				return nil
+			}
+			off = h.NextOffset()
+			return replayBatch(h, batch, fn)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayBatch decodes an uncompressed batch's records; compressed ones
+// (never written by the coordinator) are skipped.
+func replayBatch(h storage.BatchHeader, batch []byte, fn func(int64, group.Record)) error {
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(batch); err != nil {
+		return err
+	}
+	if rb.Attributes&0x07 != 0 {
+		return nil
+	}
+	src := rb.Records
+	for i := int32(0); i < rb.NumRecords && len(src) > 0; i++ {
+		n, w := binary.Varint(src)
+		if w <= 0 || n < 0 || int64(len(src)-w) < n {
+			return fmt.Errorf("record %d of batch at %d: bad length", i, h.BaseOffset)
+		}
+		var r kmsg.Record
+		if err := r.ReadFrom(src[:w+int(n)]); err != nil {
+			return err
+		}
+		src = src[w+int(n):]
+		fn(h.BaseOffset+int64(r.OffsetDelta), group.Record{Key: r.Key, Value: r.Value})
+	}
+	return nil
+}
+
+// --- wire.GroupBackend ---
+
+// GroupCoordinator implements wire.GroupBackend.
+func (b *Broker) GroupCoordinator() *group.Coordinator { return b.groups }
+
+// FindCoordinator implements wire.GroupBackend: the leader of the group's
+// __consumer_offsets partition, creating the topic on first use with the
+// cluster's replication factor (min(3, brokers)) and the broker min ISR.
+func (b *Broker) FindCoordinator(ctx context.Context, key string) (wire.Coordinator, *kerr.Error) {
+	if b.groups == nil {
+		return wire.Coordinator{}, kerr.CoordinatorNotAvailable
+	}
+	im := b.Image()
+	t := im.Topics[group.Topic]
+	if t == nil {
+		rf := int16(min(3, len(im.Brokers)))
+		if b.q == nil {
+			rf = 1
+		}
+		_, e, msg := b.CreateTopic(ctx, wire.TopicSpec{Name: group.Topic, Partitions: b.groups.Config().OffsetsPartitions, RF: rf,
+			// No compaction here: unlimited retention keeps every commit
+			// until the group is deleted, so a reload never loses one.
+			Configs: map[string]string{meta.ConfigRetentionMs: "-1", meta.ConfigRetentionSize: "-1"}})
+		if e != nil && !errors.Is(e, kerr.TopicAlreadyExists) {
+			b.log.Warn("creating "+group.Topic, "err", e, "msg", msg)
+			return wire.Coordinator{}, kerr.CoordinatorNotAvailable
+		}
+		if t = b.Image().Topics[group.Topic]; t == nil {
+			return wire.Coordinator{}, kerr.CoordinatorNotAvailable
+		}
+	}
+	p := group.PartitionFor(key, int32(len(t.Partitions)))
+	leader := t.Partitions[p].Leader
+	br, ok := im.Brokers[leader]
+	if !ok {
+		im = b.Image()
+		br, ok = im.Brokers[leader]
+	}
+	if leader < 0 || !ok {
+		return wire.Coordinator{}, kerr.CoordinatorNotAvailable
+	}
+	return wire.Coordinator{NodeID: br.ID, Host: br.Host, Port: br.Port}, nil
+}

@@ -1,0 +1,42 @@
+package wire
+
+// OffsetCommit: v0-8 (v9+ is KIP-848's consumer protocol).
+//
+// Behaviour: validated against the group (UNKNOWN_MEMBER_ID,
+// ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID; generation
+// -1 with no member id for a group with no members), written to
+// __consumer_offsets and answered once committed as acks=all would be.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(8, 0, 8, handleOffsetCommit) }
+
+func handleOffsetCommit(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
+	req := kreq.(*kmsg.OffsetCommitRequest)
+	c := s.coordinator()
+	if c == nil {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.CoordinatorNotAvailable.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return now(resp)
+	}
+	wait := c.OffsetCommit(ctx, req)
+	return reply{later: func() kmsg.Response {
+		r := wait()
+		r.SetVersion(req.Version)
+		return r
+	}}
+}

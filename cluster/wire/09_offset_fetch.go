@@ -1,0 +1,31 @@
+package wire
+
+// OffsetFetch: v0-8 (v8: several groups; v9+ is KIP-848's). Partitions
+// without a commit answer offset -1; null topics (v2+) return every commit.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(9, 0, 8, handleOffsetFetch) }
+
+func handleOffsetFetch(s *Server, _ context.Context, hdr header, kreq kmsg.Request) reply {
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	c := s.coordinator()
+	if c == nil {
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		for _, g := range req.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = g.Group, kerr.CoordinatorNotAvailable.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return now(resp)
+	}
+	r := c.OffsetFetch(req)
+	r.SetVersion(req.Version)
+	return now(r)
+}
