@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"gregor/cluster/group"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 )
@@ -53,6 +54,11 @@ type Config struct {
 	HeartbeatInterval time.Duration // broker.heartbeat.interval.ms
 	// ShutdownTimeout bounds a controlled shutdown (moving leadership away).
 	ShutdownTimeout time.Duration
+
+	// Groups configures the group coordinator (__consumer_offsets partitions,
+	// initial rebalance delay, session timeout bounds); zero values take
+	// group.Config's defaults.
+	Groups group.Config
 
 	// MetricsListen serves GET /metrics (Prometheus text) when set.
 	MetricsListen string

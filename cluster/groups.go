@@ -27,7 +27,9 @@ type groupCoordinator = group.Coordinator
 // groupConfig is the coordinator's configuration for this broker.
 // TODO(lead): expose Config.Groups if harness configs need to tune it.
 func (b *Broker) groupConfig() group.Config {
-	return group.Config{Logger: b.log}
+	c := b.cfg.Groups
+	c.Logger = b.log
+	return c
 }
 
 // startGroups starts the coordinator; it stops when the broker stops
