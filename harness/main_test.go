@@ -1,0 +1,85 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"gregor/harness/runtime"
+	"gregor/harness/runtime/process"
+)
+
+// binary is the static gregor binary brokers run from: GREGOR_BINARY, else
+// built once here with CGO_ENABLED=0.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(mainWithBinary(m))
+}
+
+func mainWithBinary(m *testing.M) int {
+	binary = os.Getenv("GREGOR_BINARY")
+	if binary == "" {
+		dir, err := os.MkdirTemp("", "gregor-harness-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		binary = filepath.Join(dir, "gregor")
+		root, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "go env GOMOD:", err)
+			return 1
+		}
+		cmd := exec.Command("go", "build", "-o", binary, "./cmd/gregor")
+		cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building gregor (set GREGOR_BINARY to use a built one): %v\n%s", err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// testSpec is a cluster of n combined-mode brokers with short timeouts, as
+// `gregor run` builds it (cmd/gregor/up.go: clusterOpts.spec).
+func testSpec(name string, n, minISR int, extra ...string) runtime.ClusterSpec {
+	args := []string{"--node-id", "{{.ID}}", "--listen", "{{.KafkaAddr}}", "--data", "{{.DataDir}}",
+		"--min-isr", strconv.Itoa(minISR), "--replica-lag-max", "3s", "--session-timeout", "3s",
+		"--default-rf", strconv.Itoa(min(3, n))}
+	if n > 1 {
+		args = append(args, "--voters", "{{.Peers}}", "--kafka-peers", "{{.KafkaPeers}}")
+	}
+	args = append(args, extra...)
+	spec := runtime.ClusterSpec{Name: name, KafkaPort: 9092, RaftPort: 9093, Binary: binary,
+		Labels: map[string]string{}, Ready: KafkaReady(n), ReadyTimeout: 30 * time.Second}
+	for i := 1; i <= n; i++ {
+		spec.Nodes = append(spec.Nodes, runtime.NodeSpec{ID: int32(i), Args: args})
+	}
+	return spec
+}
+
+// startCluster boots a process cluster that the test closes.
+func startCluster(t *testing.T, spec runtime.ClusterSpec) runtime.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	c, err := process.Runtime{Dir: t.TempDir()}.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c.Close(ctx)
+	})
+	return c
+}

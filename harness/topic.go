@@ -1,0 +1,153 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TopicSpec is the topic a test writes to.
+type TopicSpec struct {
+	Name       string
+	Partitions int
+	RF         int
+	MinISR     int
+	Unclean    bool
+}
+
+func adminClient(bootstrap []string) (*kadm.Client, func(), error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.DialTimeout(time.Second),
+		kgo.RequestTimeoutOverhead(2*time.Second), kgo.RetryTimeout(5*time.Second))
+	if err != nil {
+		return nil, nil, err
+	}
+	return kadm.NewClient(cl), cl.Close, nil
+}
+
+// CreateTopic creates t (an existing topic is an error: a test starts
+// clean) and waits, bounded by ctx, until every partition has a leader and
+// a full ISR.
+func CreateTopic(ctx context.Context, bootstrap []string, t TopicSpec) error {
+	adm, closeFn, err := adminClient(bootstrap)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	configs := map[string]*string{
+		"min.insync.replicas":            kadm.StringPtr(strconv.Itoa(t.MinISR)),
+		"unclean.leader.election.enable": kadm.StringPtr(strconv.FormatBool(t.Unclean)),
+	}
+	var last error
+	for ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := adm.CreateTopics(cctx, int32(t.Partitions), int16(t.RF), configs, t.Name)
+		cancel()
+		if err == nil {
+			r := resp[t.Name]
+			if r.Err == nil || r.Err == kerr.TopicAlreadyExists {
+				break
+			}
+			if !kerr.IsRetriable(r.Err) {
+				return fmt.Errorf("create topic %s: %v (%s)", t.Name, r.Err, r.ErrMessage)
+			}
+			err = r.Err
+		}
+		last = err
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("create topic %s: %w (last: %v)", t.Name, ctx.Err(), last)
+	}
+	return WaitHealthy(ctx, bootstrap, t)
+}
+
+// WaitHealthy waits, bounded by ctx, until every broker's metadata shows
+// every partition of t with a leader and an ISR of t.RF replicas, all
+// brokers agreeing on the leader: the cluster has recovered from every
+// fault. One broker's view is not enough; a broker's metadata image can
+// trail the controller's by a heartbeat.
+func WaitHealthy(ctx context.Context, bootstrap []string, t TopicSpec) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.DialTimeout(time.Second),
+		kgo.RequestTimeoutOverhead(2*time.Second), kgo.RetryTimeout(3*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var last error
+	for {
+		if last = healthy(ctx, cl, t); last == nil {
+			return nil
+		}
+		if !sleepCtx(ctx, 200*time.Millisecond) {
+			return fmt.Errorf("topic %s not healthy: %v", t.Name, last)
+		}
+	}
+}
+
+func topicMetadata(ctx context.Context, r kmsg.Requestor, topic string) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	return req.RequestWith(ctx, r)
+}
+
+func healthy(ctx context.Context, cl *kgo.Client, t TopicSpec) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	md, err := topicMetadata(ctx, cl, t.Name)
+	if err != nil {
+		return err
+	}
+	leaders := map[int32]int32{}
+	for _, b := range md.Brokers {
+		resp, err := topicMetadata(ctx, cl.Broker(int(b.NodeID)), t.Name)
+		if err != nil {
+			return fmt.Errorf("broker %d: %w", b.NodeID, err)
+		}
+		if len(resp.Topics) != 1 {
+			return fmt.Errorf("broker %d: %d topics for %s", b.NodeID, len(resp.Topics), t.Name)
+		}
+		td := resp.Topics[0]
+		if e := kerr.ErrorForCode(td.ErrorCode); e != nil {
+			return fmt.Errorf("broker %d: topic %s: %v", b.NodeID, t.Name, e)
+		}
+		if len(td.Partitions) != t.Partitions {
+			return fmt.Errorf("broker %d: topic %s has %d partitions of %d", b.NodeID, t.Name, len(td.Partitions), t.Partitions)
+		}
+		for _, p := range td.Partitions {
+			if p.Leader < 0 {
+				return fmt.Errorf("broker %d: %s/%d has no leader", b.NodeID, t.Name, p.Partition)
+			}
+			if len(p.ISR) < t.RF {
+				return fmt.Errorf("broker %d: %s/%d ISR %v of %d replicas", b.NodeID, t.Name, p.Partition, p.ISR, t.RF)
+			}
+			if l, ok := leaders[p.Partition]; ok && l != p.Leader {
+				return fmt.Errorf("%s/%d: brokers disagree on the leader (%d, %d)", t.Name, p.Partition, l, p.Leader)
+			}
+			leaders[p.Partition] = p.Leader
+		}
+	}
+	if len(md.Brokers) == 0 {
+		return fmt.Errorf("metadata lists no broker")
+	}
+	return nil
+}
+
+// sleepCtx sleeps d unless ctx ends first; it reports whether ctx is alive.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

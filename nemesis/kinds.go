@@ -1,0 +1,125 @@
+// Package nemesis injects faults into a running cluster (DESIGN section 3):
+// what to break (Kind), whom (Target), in what shape (Shape, for
+// partitions), and when (Schedule, drawn from a seeded RNG so that --seed
+// replays it). Every fault's start and end is written to the history as an
+// operation of process "nemesis".
+package nemesis
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Kind is a fault kind, as --nemesis names it.
+type Kind string
+
+const (
+	Kill        Kind = "kill"         // SIGKILL a broker, restart it after the hold
+	Stop        Kind = "stop"         // SIGTERM (controlled shutdown), restart after the hold
+	Pause       Kind = "pause"        // SIGSTOP, SIGCONT after the hold
+	Partition   Kind = "partition"    // drop traffic between groups of nodes (Shape)
+	Slow        Kind = "slow"         // delay / loss on a node's links
+	PowerLoss   Kind = "power-loss"   // kill on a --lazyfs cluster: unsynced writes are lost
+	ClientCrash Kind = "client-crash" // tear down a workload client mid-operation
+)
+
+// Kinds lists every kind, in the order --help shows them.
+var Kinds = []Kind{Kill, Stop, Pause, Partition, Slow, PowerLoss, ClientCrash}
+
+// ParseKinds parses --nemesis values ("kill,pause" arrives split by cobra).
+// "none" or nothing yields no kinds. Duplicates are dropped.
+func ParseKinds(names []string) ([]Kind, error) {
+	var out []Kind
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" || n == "none" {
+			continue
+		}
+		k := Kind(n)
+		if !slices.Contains(Kinds, k) {
+			return nil, fmt.Errorf("unknown nemesis %q: choose from %s (comma-separated), or none", n, joinKinds())
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+func joinKinds() string {
+	s := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Target says which nodes a fault hits.
+type Target string
+
+const (
+	TargetRandom Target = "random" // one broker, drawn from the step's RNG
+	TargetLeader Target = "leader" // the leader of a partition (drawn), from Metadata
+	// TargetController is the broker Metadata names as ControllerID. In the
+	// embedded cluster that is a live broker the metadata image names, not
+	// necessarily the active raft leader (Kafka's KRaft does the same: the
+	// Metadata ControllerID of a KRaft cluster is a random alive broker). It
+	// is the best a Kafka client can see; with --controllers N it may also
+	// be a controller-only voter, which is then the node hit.
+	TargetController Target = "controller"
+	TargetMinority   Target = "minority" // floor((n-1)/2) brokers
+	// TargetMajority is floor(n/2)+1 brokers. With combined-mode brokers
+	// that loses the controller quorum, and nothing moves until the fault
+	// ends: use --controllers N (controller-only voters) for progress.
+	TargetMajority Target = "majority"
+	TargetAll      Target = "all" // every broker (power-loss of the whole cluster)
+)
+
+// Targets lists every target.
+var Targets = []Target{TargetRandom, TargetLeader, TargetController, TargetMinority, TargetMajority, TargetAll}
+
+// ParseTarget parses --nemesis-target.
+func ParseTarget(s string) (Target, error) {
+	t := Target(s)
+	if s == "" {
+		return TargetRandom, nil
+	}
+	if !slices.Contains(Targets, t) {
+		names := make([]string, len(Targets))
+		for i, x := range Targets {
+			names[i] = string(x)
+		}
+		return "", fmt.Errorf("unknown nemesis target %q: choose from %s", s, strings.Join(names, ", "))
+	}
+	return t, nil
+}
+
+// Shape is the form of a network partition.
+type Shape string
+
+const (
+	IsolateOne     Shape = "isolate-one"     // the target's nodes against the rest
+	IsolateLeader  Shape = "isolate-leader"  // a partition's leader against the rest
+	Halves         Shape = "halves"          // two halves, the larger one a majority
+	MajoritiesRing Shape = "majorities-ring" // every node sees a majority, no two the same one
+	Bridge         Shape = "bridge"          // two halves joined by one node in both
+)
+
+// Shapes lists every partition shape; a partition step draws one.
+var Shapes = []Shape{IsolateOne, IsolateLeader, Halves, MajoritiesRing, Bridge}
+
+// undoVerb is the history verb written when a fault ends.
+func undoVerb(k Kind) string {
+	switch k {
+	case Kill, Stop, PowerLoss:
+		return "start"
+	case Pause:
+		return "resume"
+	case Partition:
+		return "heal"
+	case Slow:
+		return "unslow"
+	}
+	return "end-" + string(k)
+}

@@ -1,0 +1,151 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+)
+
+// Topology is what targeting needs to know about the cluster. Brokers is
+// fixed for a test; Leader and Controller ask the cluster when a step runs.
+type Topology interface {
+	// Brokers are the broker node ids (not controller-only voters), sorted.
+	Brokers() []int32
+	// Partitions is the topic's partition count (>= 1).
+	Partitions() int
+	// Leader is the current leader of a partition, or an error.
+	Leader(ctx context.Context, partition int32) (int32, error)
+	// Controller is the node Metadata names as controller, or an error.
+	Controller(ctx context.Context) (int32, error)
+}
+
+// Action is a resolved step: the nodes it hits and, for partitions, the
+// groups handed to runtime.Cluster.Partition.
+type Action struct {
+	Nodes  []int32   `json:"nodes"`
+	Groups [][]int32 `json:"groups,omitempty"`
+	// Partition is the topic partition whose leader was targeted, or -1.
+	Partition int32 `json:"partition"`
+	// Note says when a target could not be resolved and a fallback was used.
+	Note string `json:"note,omitempty"`
+}
+
+// Resolve picks the nodes of step s under target t. It is deterministic
+// given s.Pick and the topology's answers.
+func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, error) {
+	brokers := slices.Clone(topo.Brokers())
+	if len(brokers) == 0 {
+		return Action{}, fmt.Errorf("no brokers to target")
+	}
+	rng := rand.New(rand.NewPCG(s.Pick, uint64(len(brokers))))
+	a := Action{Partition: -1}
+	shuffled := slices.Clone(brokers)
+	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	part := int32(rng.IntN(max(1, topo.Partitions())))
+
+	leader := func() []int32 {
+		a.Partition = part
+		id, err := topo.Leader(ctx, part)
+		if err != nil || id < 0 {
+			a.Note = fmt.Sprintf("leader of partition %d unknown (%v): a random broker instead", part, err)
+			return shuffled[:1]
+		}
+		return []int32{id}
+	}
+	targetNodes := func() []int32 {
+		n := len(shuffled)
+		switch t {
+		case TargetLeader:
+			return leader()
+		case TargetController:
+			id, err := topo.Controller(ctx)
+			if err != nil || id < 0 {
+				a.Note = fmt.Sprintf("controller unknown (%v): a random broker instead", err)
+				return shuffled[:1]
+			}
+			return []int32{id}
+		case TargetMinority:
+			return shuffled[:max(1, (n-1)/2)]
+		case TargetMajority:
+			return shuffled[:n/2+1]
+		case TargetAll:
+			return shuffled
+		}
+		return shuffled[:1]
+	}
+	if s.Kind == ClientCrash {
+		return a, nil // hits a client, not a node
+	}
+	if s.Kind != Partition {
+		a.Nodes = sorted(targetNodes())
+		return a, nil
+	}
+	switch s.Shape {
+	case IsolateOne, IsolateLeader:
+		var side []int32
+		if s.Shape == IsolateLeader {
+			side = leader()
+		} else {
+			side = targetNodes()
+		}
+		if len(side) >= len(brokers) {
+			side = side[:len(brokers)-1] // a partition needs two sides
+		}
+		a.Groups = [][]int32{sorted(side), sorted(without(brokers, side))}
+	case Halves:
+		h := len(shuffled) / 2
+		a.Groups = [][]int32{sorted(shuffled[:h]), sorted(shuffled[h:])}
+	case Bridge:
+		h := len(shuffled) / 2
+		a.Groups = [][]int32{sorted(shuffled[:h+1]), sorted(shuffled[h:])}
+	case MajoritiesRing:
+		a.Groups = ring(shuffled)
+	default:
+		return Action{}, fmt.Errorf("unknown partition shape %q", s.Shape)
+	}
+	for _, g := range a.Groups {
+		a.Nodes = append(a.Nodes, g...)
+	}
+	a.Nodes = sorted(dedup(a.Nodes))
+	return a, nil
+}
+
+// ring gives every node a majority of the nodes (itself included) but no two
+// nodes the same majority: each node is grouped with its k successors on a
+// ring, so it sees k nodes either side, 2k >= majority-1.
+func ring(nodes []int32) [][]int32 {
+	n := len(nodes)
+	m := n/2 + 1
+	k := max(1, m/2) // ceil((m-1)/2)
+	var groups [][]int32
+	for i := range n {
+		g := make([]int32, 0, k+1)
+		for j := 0; j <= k; j++ {
+			g = append(g, nodes[(i+j)%n])
+		}
+		groups = append(groups, sorted(dedup(g)))
+	}
+	return groups
+}
+
+func without(all, drop []int32) []int32 {
+	var out []int32
+	for _, x := range all {
+		if !slices.Contains(drop, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func sorted(xs []int32) []int32 {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return out
+}
+
+func dedup(xs []int32) []int32 {
+	out := sorted(xs)
+	return slices.Compact(out)
+}

@@ -1,0 +1,250 @@
+package nemesis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"gregor/harness/runtime"
+	"gregor/history"
+)
+
+// Runner applies a schedule to a cluster and writes every fault's start and
+// end to the history.
+type Runner struct {
+	Cluster runtime.Cluster
+	Topo    Topology
+	History *history.Writer
+	// Epoch is the test's time zero (history times are nanoseconds since it).
+	Epoch  time.Time
+	Target Target
+	// Crash picks a workload client to crash and returns its process id
+	// and tearDown, which closes it mid-operation; the runner records the
+	// crash before calling tearDown. ok is false when no client runs.
+	// Needed for ClientCrash steps.
+	Crash func() (process int, tearDown func(), ok bool)
+	// SlowDelay, SlowJitter and SlowLoss are a Slow fault's link impairment.
+	// Invariant for a slow fault to shrink the ISR: SlowDelay (or the loss's
+	// retransmission delay) exceeds replica.lag.time.max.ms.
+	SlowDelay, SlowJitter time.Duration
+	SlowLoss              float64
+	// StopGrace bounds a Stop's controlled shutdown before SIGKILL.
+	StopGrace time.Duration
+	// UndoTimeout bounds undoing one fault (a restart); default 60s.
+	UndoTimeout time.Duration
+
+	active atomic.Int32
+	done   atomic.Int32
+}
+
+// Active is the number of faults in force now (0 or 1: steps do not overlap).
+func (r *Runner) Active() int { return int(r.active.Load()) }
+
+// Done is the number of faults started so far.
+func (r *Runner) Done() int { return int(r.done.Load()) }
+
+// Run applies sched, starting now; it returns when every step ran or ctx is
+// done. A fault in force when ctx ends is undone before Run returns, so the
+// caller's heal finds only what a failed undo left.
+func (r *Runner) Run(ctx context.Context, sched Schedule) error {
+	base := time.Now()
+	for i, st := range sched {
+		if err := sleepUntil(ctx, base.Add(st.At)); err != nil {
+			return nil
+		}
+		r.step(ctx, i, st)
+	}
+	return nil
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// opValue is what a nemesis operation carries in "value".
+type opValue struct {
+	Action
+	Step   *int   `json:"step,omitempty"` // index in the schedule; nil for heal-all
+	Target Target `json:"target,omitempty"`
+	Shape  Shape  `json:"shape,omitempty"`
+	Hold   string `json:"hold,omitempty"`
+	// Process is the client a client-crash tore down.
+	Process *int `json:"process,omitempty"`
+}
+
+func (r *Runner) write(verb string, v opValue, err error) {
+	if v.Nodes == nil {
+		v.Nodes = []int32{}
+	}
+	raw, _ := json.Marshal(v) // plain structs: cannot fail
+	op := history.Op{Time: int64(time.Since(r.Epoch)), Process: history.Nemesis, Type: history.Info, F: verb, Raw: raw}
+	if err != nil {
+		op.Error = err.Error()
+	}
+	r.History.Write(op)
+}
+
+func (r *Runner) step(ctx context.Context, i int, st Step) {
+	a, err := Resolve(ctx, st, r.Target, r.Topo)
+	v := opValue{Action: a, Step: &i, Target: r.Target, Shape: st.Shape, Hold: st.Hold.String()}
+	if st.Kind == ClientCrash {
+		v.Target = ""
+	}
+	if err != nil {
+		r.write(string(st.Kind), v, err)
+		return
+	}
+	if st.Kind == ClientCrash {
+		if r.Crash == nil {
+			r.write(string(st.Kind), v, errors.New("no workload client to crash"))
+			return
+		}
+		p, tearDown, ok := r.Crash()
+		if ok {
+			v.Process = &p
+			r.done.Add(1)
+			r.write(string(st.Kind), v, nil)
+			tearDown()
+		} else {
+			r.write(string(st.Kind), v, errors.New("no client running"))
+		}
+		return
+	}
+	r.active.Add(1)
+	defer r.active.Add(-1)
+	r.done.Add(1)
+	r.write(string(st.Kind), v, r.apply(ctx, st.Kind, a))
+	sleepUntil(ctx, time.Now().Add(st.Hold))
+	timeout := r.UndoTimeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	r.write(undoVerb(st.Kind), v, r.undo(uctx, st.Kind, a))
+}
+
+func (r *Runner) apply(ctx context.Context, k Kind, a Action) error {
+	var errs []error
+	each := func(f func(context.Context, int32) error) {
+		for _, id := range a.Nodes {
+			if err := f(ctx, id); err != nil {
+				errs = append(errs, fmt.Errorf("node %d: %w", id, err))
+			}
+		}
+	}
+	c := r.Cluster
+	switch k {
+	case Kill, PowerLoss:
+		each(c.Kill)
+	case Stop:
+		grace := r.StopGrace
+		if grace <= 0 {
+			grace = 10 * time.Second
+		}
+		each(func(ctx context.Context, id int32) error { return c.Stop(ctx, id, grace) })
+	case Pause:
+		each(c.Pause)
+	case Partition:
+		errs = append(errs, c.Partition(ctx, a.Groups))
+	case Slow:
+		each(func(ctx context.Context, id int32) error {
+			return c.Slow(ctx, id, r.SlowDelay, r.SlowJitter, r.SlowLoss)
+		})
+	default:
+		errs = append(errs, fmt.Errorf("nemesis %q is not a node fault", k))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Runner) undo(ctx context.Context, k Kind, a Action) error {
+	var errs []error
+	each := func(f func(context.Context, int32) error) {
+		for _, id := range a.Nodes {
+			if err := f(ctx, id); err != nil {
+				errs = append(errs, fmt.Errorf("node %d: %w", id, err))
+			}
+		}
+	}
+	c := r.Cluster
+	switch k {
+	case Kill, PowerLoss, Stop:
+		each(c.Start)
+	case Pause:
+		each(c.Resume)
+	case Partition:
+		errs = append(errs, c.Heal(ctx))
+	case Slow:
+		each(c.Unslow)
+	}
+	return errors.Join(errs...)
+}
+
+// HealAll undoes every fault on every node of the cluster: resume the
+// paused, start the stopped, remove network faults. It writes one nemesis
+// operation "heal-all" naming the nodes it restarted or resumed.
+func HealAll(ctx context.Context, c runtime.Cluster, h *history.Writer, epoch time.Time) error {
+	var errs []error
+	var touched []int32
+	for _, n := range c.Nodes() {
+		st, err := c.Status(ctx, n.ID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		switch st {
+		case runtime.StatePaused:
+			errs = append(errs, c.Resume(ctx, n.ID))
+			touched = append(touched, n.ID)
+		case runtime.StateStopped:
+			errs = append(errs, c.Start(ctx, n.ID))
+			touched = append(touched, n.ID)
+		}
+	}
+	errs = append(errs, c.Heal(ctx))
+	err := errors.Join(errs...)
+	if h != nil {
+		r := Runner{History: h, Epoch: epoch}
+		r.write("heal-all", opValue{Action: Action{Nodes: touched, Partition: -1}}, err)
+	}
+	return err
+}
+
+// Describe renders a schedule as the nemesis operations it would write
+// (start and end of each step, at their planned times), resolved against
+// topo: two schedules are the same exactly when their descriptions are.
+func Describe(ctx context.Context, sched Schedule, t Target, topo Topology) ([]history.Op, error) {
+	var ops []history.Op
+	for i, st := range sched {
+		a, err := Resolve(ctx, st, t, topo)
+		if err != nil {
+			return nil, err
+		}
+		v := opValue{Action: a, Step: &i, Target: t, Shape: st.Shape, Hold: st.Hold.String()}
+		if v.Nodes == nil {
+			v.Nodes = []int32{}
+		}
+		raw, _ := json.Marshal(v)
+		ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(st.At), Process: history.Nemesis,
+			Type: history.Info, F: string(st.Kind), Raw: raw})
+		if st.Kind != ClientCrash {
+			ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(st.At + st.Hold), Process: history.Nemesis,
+				Type: history.Info, F: undoVerb(st.Kind), Raw: raw})
+		}
+	}
+	return ops, nil
+}

@@ -1,0 +1,104 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// KafkaTopology answers Topology from the cluster's Metadata, through one
+// long-lived client seeded with every broker (a dead seed is skipped).
+type KafkaTopology struct {
+	cl      *kgo.Client
+	topic   string
+	parts   int
+	brokers []int32
+}
+
+// NewKafkaTopology dials nothing yet; Close releases the client.
+func NewKafkaTopology(bootstrap []string, topic string, partitions int, brokers []int32) (*KafkaTopology, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.DialTimeout(time.Second),
+		kgo.RequestTimeoutOverhead(2*time.Second), kgo.RetryTimeout(3*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	return &KafkaTopology{cl: cl, topic: topic, parts: partitions, brokers: sorted(brokers)}, nil
+}
+
+// Close releases the client.
+func (k *KafkaTopology) Close() { k.cl.Close() }
+
+// Brokers implements Topology.
+func (k *KafkaTopology) Brokers() []int32 { return k.brokers }
+
+// Partitions implements Topology.
+func (k *KafkaTopology) Partitions() int { return k.parts }
+
+func (k *KafkaTopology) metadata(ctx context.Context) (*kmsg.MetadataResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(k.topic)
+	req.Topics = append(req.Topics, t)
+	return req.RequestWith(ctx, k.cl)
+}
+
+// Leader implements Topology.
+func (k *KafkaTopology) Leader(ctx context.Context, partition int32) (int32, error) {
+	resp, err := k.metadata(ctx)
+	if err != nil {
+		return -1, err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.Partition == partition {
+				if p.Leader < 0 {
+					return -1, fmt.Errorf("%s/%d has no leader", k.topic, partition)
+				}
+				return p.Leader, nil
+			}
+		}
+	}
+	return -1, fmt.Errorf("%s/%d not in metadata", k.topic, partition)
+}
+
+// Controller implements Topology: Metadata's ControllerID (see TargetController).
+func (k *KafkaTopology) Controller(ctx context.Context) (int32, error) {
+	resp, err := k.metadata(ctx)
+	if err != nil {
+		return -1, err
+	}
+	if resp.ControllerID < 0 {
+		return -1, fmt.Errorf("metadata names no controller")
+	}
+	return resp.ControllerID, nil
+}
+
+// StaticTopology answers from fixed values: for planning without a cluster
+// (schedules, tests). Leaders[p] is partition p's leader.
+type StaticTopology struct {
+	IDs       []int32
+	Leaders   []int32
+	ControlID int32
+}
+
+// Brokers implements Topology.
+func (s StaticTopology) Brokers() []int32 { return s.IDs }
+
+// Partitions implements Topology.
+func (s StaticTopology) Partitions() int { return max(1, len(s.Leaders)) }
+
+// Leader implements Topology.
+func (s StaticTopology) Leader(_ context.Context, p int32) (int32, error) {
+	if int(p) >= len(s.Leaders) {
+		return -1, fmt.Errorf("no leader for partition %d", p)
+	}
+	return s.Leaders[p], nil
+}
+
+// Controller implements Topology.
+func (s StaticTopology) Controller(context.Context) (int32, error) { return s.ControlID, nil }

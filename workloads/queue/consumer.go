@@ -1,0 +1,205 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"gregor/history"
+)
+
+// reader is a consumer process: a client assigned every key at positions.
+// Invariant: pos[p] is one past the last offset this process's polls
+// returned for partition p (the next offset it expects).
+type reader struct {
+	c   *client
+	pos []int64
+}
+
+// assign starts a new client at pos and records the assign (invoke, ok).
+func (w *Workload) assign(proc int, pos []int64) (*client, error) {
+	keys := w.cfg.Keys()
+	w.write(history.Op{Process: history.Process(proc), Type: history.Invoke, F: history.FAssign, Keys: keys})
+	offs := map[int32]kgo.Offset{}
+	for p, o := range pos {
+		offs[int32(p)] = kgo.NewOffset().At(o)
+	}
+	opts := append(w.baseOpts(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.cfg.Topic: offs}),
+		kgo.FetchMaxWait(min(w.cfg.PollTimeout, 500*time.Millisecond)))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		w.write(history.Op{Process: history.Process(proc), Type: history.Fail, F: history.FAssign, Keys: keys, Error: err.Error()})
+		return nil, err
+	}
+	w.write(history.Op{Process: history.Process(proc), Type: history.OK, F: history.FAssign, Keys: keys})
+	c := &client{proc: proc, cl: cl}
+	w.register(c)
+	return c, nil
+}
+
+// poll runs one poll operation. It reports whether the client hit an error
+// that calls for a re-assign (a fetch error other than the poll's timeout).
+func (w *Workload) poll(r *reader) (needReassign bool) {
+	proc := history.Process(r.c.proc)
+	w.write(history.Op{Process: proc, Type: history.Invoke, F: history.FPoll, Mops: []history.Mop{history.Poll()}})
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.PollTimeout)
+	fs := r.c.cl.PollRecords(ctx, 10000)
+	cancel()
+	byPart := make([][]history.Record, w.cfg.Partitions)
+	var parseErr error
+	fs.EachRecord(func(rec *kgo.Record) {
+		v, err := strconv.ParseInt(string(rec.Value), 10, 64)
+		if err != nil {
+			parseErr = fmt.Errorf("%s offset %d: value %q is not an integer", Key(rec.Topic, rec.Partition), rec.Offset, rec.Value)
+			return
+		}
+		if int(rec.Partition) < len(byPart) {
+			byPart[rec.Partition] = append(byPart[rec.Partition], history.Record{Offset: rec.Offset, Value: v})
+			r.pos[rec.Partition] = rec.Offset + 1
+		}
+	})
+	m := history.Poll()
+	for p, recs := range byPart {
+		if len(recs) > 0 {
+			m.Polls = append(m.Polls, history.KeyRecords{Key: Key(w.cfg.Topic, int32(p)), Records: recs})
+		}
+	}
+	if m.Polls == nil {
+		m.Polls = []history.KeyRecords{}
+	}
+	// Records returned are facts whatever else went wrong: the poll is ok.
+	op := history.Op{Process: proc, Type: history.OK, F: history.FPoll, Mops: []history.Mop{m}}
+	for _, fe := range fs.Errors() {
+		if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
+			continue
+		}
+		needReassign = true
+		op.Error = ErrorName(fe.Err)
+	}
+	if parseErr != nil {
+		op.Error, needReassign = parseErr.Error(), true
+	}
+	w.write(op)
+	return needReassign || r.c.crashed.Load()
+}
+
+// consumeLoop polls every key from offset 0 until ctx is done, re-assigning
+// (a new client at the same positions) after errors and crashes.
+func (w *Workload) consumeLoop(ctx context.Context) {
+	r := &reader{pos: make([]int64, w.cfg.Partitions)}
+	proc := w.newProc()
+	for ctx.Err() == nil {
+		c, err := w.assign(proc, r.pos)
+		if err != nil {
+			return
+		}
+		r.c = c
+		for ctx.Err() == nil {
+			if w.poll(r) {
+				break
+			}
+		}
+		w.unregister(c)
+		if c.crashed.Load() {
+			w.crashEvent(c)
+			proc = w.newProc()
+		} else if ctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond) // let metadata settle before re-assigning
+		}
+	}
+}
+
+// MaxFinalReassigns bounds the final reader's re-assigns after errors.
+const MaxFinalReassigns = 100
+
+// FinalRead reads every key from offset 0 up to its high watermark (as
+// ListEndOffsets gives it now) with a fresh consumer process, recording the
+// assign and the polls. It gives up at ctx's deadline and says which keys
+// were not read to their end.
+func (w *Workload) FinalRead(ctx context.Context) error {
+	ends, err := w.endOffsets(ctx)
+	if err != nil {
+		return fmt.Errorf("final read: high watermarks: %w", err)
+	}
+	r := &reader{pos: make([]int64, w.cfg.Partitions)}
+	proc := w.newProc()
+	done := func() bool {
+		for p, e := range ends {
+			if r.pos[p] < e {
+				return false
+			}
+		}
+		return true
+	}
+	for range MaxFinalReassigns {
+		if done() || ctx.Err() != nil {
+			break
+		}
+		c, err := w.assign(proc, r.pos)
+		if err != nil {
+			return err
+		}
+		r.c = c
+		for !done() && ctx.Err() == nil {
+			if w.poll(r) {
+				break
+			}
+		}
+		w.unregister(c)
+	}
+	if !done() {
+		var short []string
+		for p, e := range ends {
+			if r.pos[p] < e {
+				short = append(short, fmt.Sprintf("%s at %d of %d", Key(w.cfg.Topic, int32(p)), r.pos[p], e))
+			}
+		}
+		return fmt.Errorf("final read incomplete: %v", short)
+	}
+	return nil
+}
+
+// endOffsets asks for every partition's high watermark until all answer or
+// ctx ends.
+func (w *Workload) endOffsets(ctx context.Context) ([]int64, error) {
+	cl, err := kgo.NewClient(w.baseOpts()...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var last error
+	for ctx.Err() == nil {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		res, err := adm.ListEndOffsets(lctx, w.cfg.Topic)
+		cancel()
+		if err == nil {
+			ends := make([]int64, w.cfg.Partitions)
+			complete := true
+			for p := range ends {
+				o, ok := res.Lookup(w.cfg.Topic, int32(p))
+				if !ok || o.Err != nil {
+					complete = false
+					last = fmt.Errorf("%s: %v", Key(w.cfg.Topic, int32(p)), o.Err)
+					break
+				}
+				ends[p] = o.Offset
+			}
+			if complete {
+				return ends, nil
+			}
+		} else {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil, fmt.Errorf("%w (last: %v)", ctx.Err(), last)
+}
