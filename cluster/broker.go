@@ -52,6 +52,7 @@ type Broker struct {
 	fetchers map[tp]*fetcher
 
 	stats       replica.Stats
+	cutPower    bool // set by powerCut before shutdown: partitions crash
 	metricsAddr string
 
 	stop      chan struct{}
@@ -157,6 +158,10 @@ func Start(cfg Config) (*Broker, error) {
 		b.mu.Lock()
 		b.q = q
 		b.mu.Unlock()
+		// An image may have arrived before b.q was set.
+		if err := b.apply(q.current()); err != nil {
+			b.log.Error("applying metadata", "err", err)
+		}
 	}
 	b.log.Info("broker started", "listen", ln.Addr().String(), "advertise", b.cfg.Advertise, "data", cfg.DataDir, "peers", len(cfg.Peers))
 	return b, nil
@@ -177,6 +182,13 @@ func (b *Broker) Close() error { return b.shutdown(true) }
 // end its protocol conversations (its files are closed normally; in-process
 // tests use it where a real kill would need a child process).
 func (b *Broker) crash() error { return b.shutdown(false) }
+
+// powerCut is crash plus the loss of every write not yet durable (lazyfs):
+// what SIGKILL of a --lazyfs broker does, for in-process tests.
+func (b *Broker) powerCut() error {
+	b.cutPower = true
+	return b.shutdown(false)
+}
 
 func (b *Broker) shutdown(controlled bool) error {
 	select {
@@ -216,6 +228,11 @@ func (b *Broker) closePartitions() error {
 	defer b.mu.Unlock()
 	var errs []error
 	for k, p := range b.partitions {
+		if b.cutPower {
+			p.Crash()
+			delete(b.partitions, k)
+			continue
+		}
 		if err := p.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("%s/%d: %w", k.topic, k.index, err))
 		}
@@ -277,6 +294,10 @@ func partitionDir(dataDir, topic string, index int32) string {
 func (b *Broker) apply(im *meta.Image) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// Until this incarnation is registered and unfenced, it takes no
+	// leadership from metadata (see quorum.registeredIn); demotions and
+	// follower roles apply at once.
+	mayLead := len(b.cfg.Peers) == 0 || (b.q != nil && b.q.registeredIn(im))
 	want := map[tp]bool{}
 	for _, t := range im.Topics {
 		minISR := b.cfg.MinISR
@@ -318,6 +339,9 @@ func (b *Broker) apply(im *meta.Image) error {
 					return fmt.Errorf("opening %s/%d: %w", t.Name, ps.Index, err)
 				}
 				b.partitions[k] = p
+			}
+			if ps.Leader == b.cfg.NodeID && !mayLead {
+				continue
 			}
 			p.Update(ps, minISR)
 			b.syncFetcher(k, p, ps)

@@ -199,7 +199,7 @@ func (q *quorum) convert(im *controller.Image) *meta.Image {
 	out := &meta.Image{Version: im.Version, ControllerID: q.ctrl.ActiveController(),
 		Brokers: make(map[int32]meta.Broker, len(im.Brokers)), Topics: make(map[string]*meta.Topic, len(im.Topics))}
 	for id, b := range im.Brokers {
-		out.Brokers[id] = meta.Broker{ID: b.ID, Host: b.Host, Port: b.Port, Fenced: !b.Live()}
+		out.Brokers[id] = meta.Broker{ID: b.ID, Host: b.Host, Port: b.Port, Fenced: !b.Live(), Epoch: b.Epoch}
 	}
 	for name, t := range im.Topics {
 		mt := &meta.Topic{Name: name, ID: t.ID, Configs: t.Configs, Internal: strings.HasPrefix(name, "__")}
@@ -221,6 +221,22 @@ func (q *quorum) current() *meta.Image {
 		return q.convert(q.ctrl.Image())
 	}
 	return im
+}
+
+// registeredIn reports whether im holds this broker's current registration,
+// unfenced. Until it does, a restarted broker must not act on partition
+// states it finds in the replicated log: they predate its restart, and
+// leading with a log that lost its unsynced tail (a power cut) would make
+// followers truncate acknowledged records to match it. The registration
+// record itself moves leadership away from the restarted broker, so any
+// leadership published after it was assigned to this incarnation.
+func (q *quorum) registeredIn(im *meta.Image) bool {
+	if q.life == nil {
+		return false // controller-only: never a replica
+	}
+	epoch := q.life.Epoch()
+	b, ok := im.Brokers[q.b.cfg.NodeID]
+	return epoch >= 0 && ok && b.Epoch == epoch && !b.Fenced
 }
 
 // alterISR asks the active controller for an ISR change on behalf of a

@@ -17,6 +17,9 @@ type Broker struct {
 	Host   string
 	Port   int32
 	Fenced bool // missed its session; not a candidate for leadership
+	// Epoch is the broker epoch of its current registration (the raft
+	// index of the registration record); 0 for a single broker.
+	Epoch int64
 }
 
 // Partition is the replicated state of one partition.

@@ -501,6 +501,19 @@ func (p *Partition) Close() error {
 	return p.log.Close()
 }
 
+// Crash stops the partition as a power cut would: unsynced (lazyfs) writes
+// are dropped, nothing is flushed or checkpointed.
+func (p *Partition) Crash() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	p.wake()
+	p.log.Crash()
+}
+
 // CheckpointHW persists the HW (periodically, as Kafka's
 // replication-offset-checkpoint does).
 func (p *Partition) CheckpointHW() error {
