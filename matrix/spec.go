@@ -269,7 +269,7 @@ func (s *Spec) Cells() ([]Cell, error) {
 				if full.Acks == "" {
 					full.Acks = "all"
 				}
-				cell := Cell{Config: full, Nemesis: n, Seed: seed, Label: merge(c, n.Settings).Label()}
+				cell := Cell{Config: full, Nemesis: n, Seed: seed, Label: c.Label()} // a nemesis's own settings (lazyfs for power loss) stay in its column
 				cell.Args = append(full.args(), "--nemesis", strings.Join(n.Kinds, ","), "--seed", strconv.FormatInt(seed, 10))
 				if n.Target != "" {
 					cell.Args = append(cell.Args, "--nemesis-target", n.Target)
