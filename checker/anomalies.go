@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"maps"
 	"slices"
 
 	"gregor/history"
@@ -76,12 +77,7 @@ func checkWrites(ix *index, col *collector) {
 		if len(k.conflicts) == 0 {
 			continue
 		}
-		offs := make([]int64, 0, len(k.conflicts))
-		for o := range k.conflicts {
-			offs = append(offs, o)
-		}
-		slices.Sort(offs)
-		for _, o := range offs {
+		for _, o := range slices.Sorted(maps.Keys(k.conflicts)) {
 			col.add(InconsistentOffsets, func() Example {
 				s := k.slots[o]
 				ex := Example{Key: name, Offset: i64(o), Values: []int64{s.value},

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -191,12 +192,7 @@ func buildRun(in RunInput) (*runView, error) {
 	focus := map[int64]bool{}
 	v.Examples = examples(in.Result, focus)
 	v.Excerpt = excerpt(in.Ops, focus)
-	keys := make([]string, 0, len(in.Result.Linearizability))
-	for k := range in.Result.Linearizability {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(in.Result.Linearizability)) {
 		l := in.Result.Linearizability[k]
 		v.Keys = append(v.Keys, keyView{Key: k, Status: l.Status, Ops: l.Ops, Viz: l.Visualization, Note: l.Note})
 	}
@@ -225,13 +221,8 @@ func configRows(c *history.Config) [][2]string {
 	b, _ := json.Marshal(c)
 	var m map[string]any
 	json.Unmarshal(b, &m)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var rows [][2]string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		vb, _ := json.Marshal(m[k])
 		rows = append(rows, [2]string{k, string(vb)})
 	}
@@ -481,13 +472,8 @@ func excerpt(ops []history.Op, focus map[int64]bool) []excerptLine {
 			}
 		}
 	}
-	idx := make([]int, 0, len(keep))
-	for i := range keep {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
 	var out []excerptLine
-	for _, i := range idx {
+	for _, i := range slices.Sorted(maps.Keys(keep)) {
 		if len(out) == maxExcerptLines {
 			break
 		}

@@ -1,8 +1,8 @@
 package controller
 
 import (
+	"maps"
 	"slices"
-	"sort"
 )
 
 // NoLeader is PartitionState.Leader for an offline partition.
@@ -142,22 +142,12 @@ func (img *Image) TopicByID(id [16]byte) (TopicInfo, bool) {
 
 // TopicNames returns the topic names, sorted.
 func (img *Image) TopicNames() []string {
-	names := make([]string, 0, len(img.Topics))
-	for n := range img.Topics {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(img.Topics))
 }
 
 // BrokerIDs returns the registered broker ids, sorted.
 func (img *Image) BrokerIDs() []int32 {
-	ids := make([]int32, 0, len(img.Brokers))
-	for id := range img.Brokers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(img.Brokers))
 }
 
 // live reports whether broker id is registered and live.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -205,12 +206,7 @@ func (g *Group) value() *groupValue {
 }
 
 func (g *Group) memberIDs() []string {
-	ids := make([]string, 0, len(g.members))
-	for id := range g.members {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(g.members))
 }
 
 // candidates are the protocols every member supports.

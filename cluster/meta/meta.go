@@ -5,7 +5,8 @@
 package meta
 
 import (
-	"sort"
+	"maps"
+	"slices"
 )
 
 // NoLeader marks an offline partition (no live replica may lead it).
@@ -70,12 +71,7 @@ func (im *Image) TopicByID(id [16]byte) *Topic {
 
 // SortedTopics returns topic names in order, for stable output.
 func (im *Image) SortedTopics() []string {
-	names := make([]string, 0, len(im.Topics))
-	for n := range im.Topics {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(im.Topics))
 }
 
 // Contains reports whether id is in ids.

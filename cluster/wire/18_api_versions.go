@@ -11,7 +11,8 @@ package wire
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,15 +22,10 @@ func init() { register(18, 0, 3, handleApiVersions) }
 func apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(version)
-	keys := make([]int, 0, len(apis))
-	for k := range apis {
-		keys = append(keys, int(k))
-	}
-	sort.Ints(keys)
-	for _, k := range keys {
-		a := apis[int16(k)]
+	for _, k := range slices.Sorted(maps.Keys(apis)) {
+		a := apis[k]
 		v := kmsg.NewApiVersionsResponseApiKey()
-		v.ApiKey, v.MinVersion, v.MaxVersion = int16(k), a.versions.min, a.versions.max
+		v.ApiKey, v.MinVersion, v.MaxVersion = k, a.versions.min, a.versions.max
 		resp.ApiKeys = append(resp.ApiKeys, v)
 	}
 	return resp

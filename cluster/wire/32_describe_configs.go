@@ -10,6 +10,7 @@ package wire
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -71,11 +72,4 @@ func handleDescribeConfigs(s *Server, _ context.Context, hdr header, kreq kmsg.R
 	return now(resp)
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
