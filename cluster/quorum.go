@@ -114,7 +114,7 @@ func (b *Broker) startQuorum(host string, port int32) (*quorum, error) {
 		return nil, fmt.Errorf("raft listener %s: %w", self.RaftAddr, err)
 	}
 	ctrl, err := controller.New(controller.Config{
-		NodeID: cfg.NodeID, Voters: voters, DataDir: cfgDir(cfg.DataDir, "controller"),
+		NodeID: cfg.NodeID, Voters: voters, DataDir: filepath.Join(cfg.DataDir, "controller"),
 		Listener: b.net.Listener(ln), Dial: b.net.Dial,
 		HeartbeatTimeout: cfg.RaftTimeout, ElectionTimeout: cfg.RaftTimeout,
 		SessionTimeout: cfg.SessionTimeout, ClusterID: cfg.ClusterID,
@@ -171,8 +171,6 @@ func (q *quorum) follow(ch <-chan *controller.Image) error {
 	}()
 	return nil
 }
-
-func cfgDir(data, sub string) string { return filepath.Join(data, sub) }
 
 // slogWriter carries raft's log lines (hclog text) into the broker's log.
 type slogWriter struct{ l *slog.Logger }
