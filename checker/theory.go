@@ -19,8 +19,10 @@ import (
 //
 // Fault classes (nemeses):
 //
-//	leader-loss   kill, stop, pause, partition, power-loss: can take the leader
-//	              away, so a new leader (missing the old one's tail) takes over
+//	leader-loss   kill, stop, pause, partition, power-loss, and the scenarios
+//	              strand-leader and kip101 (which kill leaders): can take the
+//	              leader away, so a new leader (missing the old one's tail)
+//	              takes over
 //	no-ISR        the same set: repeated, they can leave no ISR member alive
 //	any           every nemesis including slow and client-crash
 //
@@ -65,7 +67,7 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		}
 	}
 	leaderLoss := false
-	for _, n := range []string{"kill", "stop", "pause", "partition", "power-loss"} {
+	for _, n := range []string{"kill", "stop", "pause", "partition", "power-loss", "strand-leader", "kip101"} {
 		leaderLoss = leaderLoss || cfg.HasNemesis(n)
 	}
 	anyFault := false

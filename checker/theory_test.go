@@ -49,6 +49,10 @@ func TestTheoryTable(t *testing.T) {
 			c.MinISR, c.Nemeses, c.LazyFS, c.Fsync, c.NemesisTarget = 1, []string{"power-loss"}, true, "never", "random"
 		}), loss, "min.insync.replicas=1"},
 		{"unclean under kill", with(func(c *history.Config) { c.Unclean = true }), append([]string{PollSkip, NonmonotonicPoll}, loss...), "unclean"},
+		{"unclean, min ISR 1 under strand-leader", with(func(c *history.Config) { c.Unclean, c.MinISR, c.Nemeses = true, 1, []string{"strand-leader"} }),
+			append([]string{PollSkip, NonmonotonicPoll}, loss...), "unclean"},
+		{"acks=1 under kip101", with(func(c *history.Config) { c.Acks, c.Nemeses = "1", []string{"kip101"} }), loss, "acks=1"},
+		{"acks=all min ISR 1 under strand-leader and kip101", with(func(c *history.Config) { c.MinISR, c.Nemeses = 1, []string{"strand-leader", "kip101"} }), nil, ""},
 		{"lazyfs power loss on all nodes", with(func(c *history.Config) {
 			c.Nemeses, c.LazyFS, c.Fsync, c.NemesisTarget = []string{"power-loss"}, true, "never", "all"
 		}), append([]string{PollSkip, NonmonotonicPoll}, loss...), "page cache"},

@@ -48,7 +48,12 @@ type Config struct {
 	// ControllerOnly makes this node a controller quorum voter that is not
 	// a broker (KRaft's process.roles=controller): the quorum can then
 	// outlive the loss of most brokers, as in seed 003's experiment.
-	ControllerOnly    bool
+	ControllerOnly bool
+	// Quorum, when set, lists the only nodes that vote in the controller
+	// quorum (dedicated controllers); the other peers follow the metadata
+	// log as raft non-voters and can never be the active controller. Empty:
+	// every peer votes (combined mode).
+	Quorum            []int32
 	RaftTimeout       time.Duration // raft heartbeat/election timeout
 	SessionTimeout    time.Duration // broker.session.timeout.ms
 	HeartbeatInterval time.Duration // broker.heartbeat.interval.ms

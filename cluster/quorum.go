@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,7 +100,8 @@ func (b *Broker) startQuorum(host string, port int32) (*quorum, error) {
 	var nodes []int32
 	var self *Peer
 	for i, p := range cfg.Peers {
-		voters = append(voters, controller.Voter{ID: p.ID, RaftAddr: p.RaftAddr})
+		voters = append(voters, controller.Voter{ID: p.ID, RaftAddr: p.RaftAddr,
+			NonVoter: len(cfg.Quorum) > 0 && !slices.Contains(cfg.Quorum, p.ID)})
 		addrs[p.ID] = p.KafkaAddr
 		nodes = append(nodes, p.ID)
 		if p.ID == cfg.NodeID {

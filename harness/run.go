@@ -215,11 +215,13 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	defer teardown()
 
 	var bootstrap []string
-	var brokers []int32
+	var brokers, voters []int32
 	for _, n := range c.Nodes() {
 		if int(n.ID) <= t.Brokers {
 			bootstrap = append(bootstrap, n.KafkaAddr)
 			brokers = append(brokers, n.ID)
+		} else {
+			voters = append(voters, n.ID)
 		}
 	}
 	if t.AfterBoot != nil {
@@ -248,6 +250,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		return rep, err
 	}
 	defer topo.Close()
+	topo.ControllerOnly = voters
 	runner := &nemesis.Runner{Cluster: c, Topo: topo, History: dir.hist, Epoch: epoch, Target: t.Nemesis.Target,
 		Crash: wl.Crash, SlowDelay: t.Nemesis.SlowDelay, SlowLoss: t.Nemesis.SlowLoss}
 	pr.ops = wl.Ops

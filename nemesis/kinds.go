@@ -22,10 +22,11 @@ const (
 	Slow        Kind = "slow"         // delay / loss on a node's links
 	PowerLoss   Kind = "power-loss"   // kill on a --lazyfs cluster: unsynced writes are lost
 	ClientCrash Kind = "client-crash" // tear down a workload client mid-operation
+	// StrandLeader and KIP101 are scenario faults (scenario.go).
 )
 
 // Kinds lists every kind, in the order --help shows them.
-var Kinds = []Kind{Kill, Stop, Pause, Partition, Slow, PowerLoss, ClientCrash}
+var Kinds = []Kind{Kill, Stop, Pause, Partition, Slow, PowerLoss, ClientCrash, StrandLeader, KIP101}
 
 // ParseKinds parses --nemesis values ("kill,pause" arrives split by cobra).
 // "none" or nothing yields no kinds. Duplicates are dropped.

@@ -20,6 +20,29 @@ type Topology interface {
 	Controller(ctx context.Context) (int32, error)
 }
 
+// voterTopology is a Topology that knows the controller-only voters
+// (--controllers N). A network partition puts them with the majority side:
+// a real partition cuts a broker off from the controller quorum too, so an
+// isolated leader is fenced and deposed while it still takes writes (the
+// scenario acks=1 and a broken acks=all lose data in). Without them a
+// "partition" would only cut broker-to-broker links: see StrandLeader.
+type voterTopology interface {
+	Voters() []int32
+}
+
+// replicaTopology is a Topology that can read a partition's replicas and
+// ISR, which scenario faults (StrandLeader, KIP101) need.
+type replicaTopology interface {
+	PartitionState(ctx context.Context, partition int32) (PartitionState, error)
+}
+
+// PartitionState is one partition as Metadata shows it.
+type PartitionState struct {
+	Leader   int32
+	Replicas []int32
+	ISR      []int32
+}
+
 // Action is a resolved step: the nodes it hits and, for partitions, the
 // groups handed to runtime.Cluster.Partition.
 type Action struct {
@@ -77,6 +100,10 @@ func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, erro
 	if s.Kind == ClientCrash {
 		return a, nil // hits a client, not a node
 	}
+	if isScenario(s.Kind) {
+		a.Nodes = leader() // a scenario's story starts at a partition's leader
+		return a, nil
+	}
 	if s.Kind != Partition {
 		a.Nodes = sorted(targetNodes())
 		return a, nil
@@ -92,13 +119,13 @@ func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, erro
 		if len(side) >= len(brokers) {
 			side = side[:len(brokers)-1] // a partition needs two sides
 		}
-		a.Groups = [][]int32{sorted(side), sorted(without(brokers, side))}
+		a.Groups = [][]int32{sorted(side), sorted(append(without(brokers, side), voters(topo)...))}
 	case Halves:
 		h := len(shuffled) / 2
-		a.Groups = [][]int32{sorted(shuffled[:h]), sorted(shuffled[h:])}
+		a.Groups = [][]int32{sorted(shuffled[:h]), sorted(append(slices.Clone(shuffled[h:]), voters(topo)...))}
 	case Bridge:
 		h := len(shuffled) / 2
-		a.Groups = [][]int32{sorted(shuffled[:h+1]), sorted(shuffled[h:])}
+		a.Groups = [][]int32{sorted(append(slices.Clone(shuffled[:h+1]), voters(topo)...)), sorted(shuffled[h:])}
 	case MajoritiesRing:
 		a.Groups = ring(shuffled)
 	default:
@@ -109,6 +136,16 @@ func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, erro
 	}
 	a.Nodes = sorted(dedup(a.Nodes))
 	return a, nil
+}
+
+// voters are topo's controller-only voters, if it knows them. The ring shape
+// leaves them out (unlisted nodes reach everyone), so every node keeps a
+// path to the controller quorum, as the shape intends.
+func voters(topo Topology) []int32 {
+	if v, ok := topo.(voterTopology); ok {
+		return v.Voters()
+	}
+	return nil
 }
 
 // ring gives every node a majority of the nodes (itself included) but no two

@@ -35,6 +35,9 @@ type Runner struct {
 	StopGrace time.Duration
 	// UndoTimeout bounds undoing one fault (a restart); default 60s.
 	UndoTimeout time.Duration
+	// PhaseWait bounds a scenario phase that waits for the cluster (an ISR
+	// shrink, an election); default 12s.
+	PhaseWait time.Duration
 
 	active atomic.Int32
 	done   atomic.Int32
@@ -84,6 +87,8 @@ type opValue struct {
 	Hold   string `json:"hold,omitempty"`
 	// Process is the client a client-crash tore down.
 	Process *int `json:"process,omitempty"`
+	// Phase names a scenario fault's phase (see StrandLeader, KIP101).
+	Phase string `json:"phase,omitempty"`
 }
 
 func (r *Runner) write(verb string, v opValue, err error) {
@@ -108,6 +113,10 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 		r.write(string(st.Kind), v, err)
 		return
 	}
+	if isScenario(st.Kind) {
+		r.scenario(ctx, st, v)
+		return
+	}
 	if st.Kind == ClientCrash {
 		if r.Crash == nil {
 			r.write(string(st.Kind), v, errors.New("no workload client to crash"))
@@ -129,11 +138,7 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	r.done.Add(1)
 	r.write(string(st.Kind), v, r.apply(ctx, st.Kind, a))
 	sleepUntil(ctx, time.Now().Add(st.Hold))
-	timeout := r.UndoTimeout
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
 	defer cancel()
 	r.write(undoVerb(st.Kind), v, r.undo(uctx, st.Kind, a))
 }

@@ -204,3 +204,57 @@ func TestResolveShapes(t *testing.T) {
 		}
 	}
 }
+
+// Controller-only voters go with the majority side of a partition, so an
+// isolated leader loses the controller quorum too and is deposed; the ring
+// leaves them unlisted (they reach every node). A scenario fault resolves
+// to a partition's leader.
+func TestResolveVotersAndScenarios(t *testing.T) {
+	ctx := context.Background()
+	topo := StaticTopology{IDs: []int32{1, 2, 3}, Leaders: []int32{2}, VoterIDs: []int32{4, 5}}
+	for pick := uint64(0); pick < 20; pick++ {
+		for _, shape := range []Shape{IsolateOne, IsolateLeader, Halves, Bridge} {
+			a, err := Resolve(ctx, Step{Kind: Partition, Shape: shape, Pick: pick}, TargetRandom, topo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The voters' side holds a majority of the brokers (isolate-*:
+			// the rest; halves and bridge: the larger side).
+			for _, g := range a.Groups {
+				if !slices.Contains(g, 4) {
+					continue
+				}
+				if !slices.Contains(g, 5) {
+					t.Fatalf("%s: voters split: %v", shape, a.Groups)
+				}
+				brokers := 0
+				for _, id := range g {
+					if id <= 3 {
+						brokers++
+					}
+				}
+				if brokers < 2 {
+					t.Fatalf("%s: voters on a minority side: %v", shape, a.Groups)
+				}
+			}
+			if !connected(a.Groups, 4, 5) {
+				t.Fatalf("%s: voters not in any group: %v", shape, a.Groups)
+			}
+			if shape == IsolateLeader && (connected(a.Groups, 2, 4) || !connected(a.Groups, 1, 4)) {
+				t.Fatalf("isolate-leader: leader 2 must be cut from the voters, the rest not: %v", a.Groups)
+			}
+		}
+		a, _ := Resolve(ctx, Step{Kind: Partition, Shape: MajoritiesRing, Pick: pick}, TargetRandom, topo)
+		for _, g := range a.Groups {
+			if slices.Contains(g, 4) || slices.Contains(g, 5) {
+				t.Fatalf("ring lists a voter: %v", a.Groups)
+			}
+		}
+		for _, k := range []Kind{StrandLeader, KIP101} {
+			a, err := Resolve(ctx, Step{Kind: k, Pick: pick}, TargetRandom, topo)
+			if err != nil || !slices.Equal(a.Nodes, []int32{2}) || a.Partition != 0 {
+				t.Fatalf("%s resolves to %+v (%v), want partition 0's leader 2", k, a, err)
+			}
+		}
+	}
+}

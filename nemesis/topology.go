@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -16,6 +17,9 @@ type KafkaTopology struct {
 	topic   string
 	parts   int
 	brokers []int32
+	// ControllerOnly are the controller-only voters (nodes after the
+	// brokers); partitions put them with the majority side.
+	ControllerOnly []int32
 }
 
 // NewKafkaTopology dials nothing yet; Close releases the client.
@@ -36,6 +40,28 @@ func (k *KafkaTopology) Brokers() []int32 { return k.brokers }
 
 // Partitions implements Topology.
 func (k *KafkaTopology) Partitions() int { return k.parts }
+
+// Voters implements voterTopology.
+func (k *KafkaTopology) Voters() []int32 { return k.ControllerOnly }
+
+// PartitionState implements replicaTopology.
+func (k *KafkaTopology) PartitionState(ctx context.Context, partition int32) (PartitionState, error) {
+	resp, err := k.metadata(ctx)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.Partition == partition {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && p.Leader < 0 && len(p.Replicas) == 0 {
+					return PartitionState{}, fmt.Errorf("%s/%d: %w", k.topic, partition, err)
+				}
+				return PartitionState{Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR}, nil
+			}
+		}
+	}
+	return PartitionState{}, fmt.Errorf("%s/%d not in metadata", k.topic, partition)
+}
 
 func (k *KafkaTopology) metadata(ctx context.Context) (*kmsg.MetadataResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -84,6 +110,29 @@ type StaticTopology struct {
 	IDs       []int32
 	Leaders   []int32
 	ControlID int32
+	// VoterIDs are controller-only voters; Replicas[p] and ISRs[p] are
+	// partition p's (default: every broker).
+	VoterIDs       []int32
+	Replicas, ISRs [][]int32
+}
+
+// Voters implements voterTopology.
+func (s StaticTopology) Voters() []int32 { return s.VoterIDs }
+
+// PartitionState implements replicaTopology.
+func (s StaticTopology) PartitionState(ctx context.Context, p int32) (PartitionState, error) {
+	l, err := s.Leader(ctx, p)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	st := PartitionState{Leader: l, Replicas: s.IDs, ISR: s.IDs}
+	if int(p) < len(s.Replicas) {
+		st.Replicas = s.Replicas[p]
+	}
+	if int(p) < len(s.ISRs) {
+		st.ISR = s.ISRs[p]
+	}
+	return st, nil
 }
 
 // Brokers implements Topology.

@@ -19,6 +19,11 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 type Voter struct {
 	ID       int32
 	RaftAddr string
+	// NonVoter nodes replicate the metadata log but never vote or lead:
+	// brokers beside dedicated controllers (KRaft's process.roles=broker
+	// next to process.roles=controller nodes). Invariant: at least one
+	// listed node votes.
+	NonVoter bool
 }
 
 // Bugs are planted bugs (DESIGN section 6), all off by default.
@@ -123,8 +128,9 @@ func (c Config) validate() error {
 		return errors.New("controller: DataDir is required")
 	}
 	seen := map[int32]bool{}
-	self := false
+	self, voting := false, false
 	for _, v := range c.Voters {
+		voting = voting || !v.NonVoter
 		if seen[v.ID] {
 			return fmt.Errorf("controller: voter %d listed twice", v.ID)
 		}
@@ -133,6 +139,9 @@ func (c Config) validate() error {
 	}
 	if !self {
 		return fmt.Errorf("controller: node %d is not in the voter set", c.NodeID)
+	}
+	if !voting {
+		return errors.New("controller: every node is a non-voter: the quorum needs at least one voter")
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return errors.New("controller: LeaderLeaseTimeout exceeds HeartbeatTimeout")

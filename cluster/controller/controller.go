@@ -110,8 +110,12 @@ func (c *Controller) open() error {
 	if !has {
 		var conf raft.Configuration
 		for _, v := range c.cfg.Voters {
+			suffrage := raft.Voter
+			if v.NonVoter {
+				suffrage = raft.Nonvoter
+			}
 			conf.Servers = append(conf.Servers, raft.Server{
-				Suffrage: raft.Voter, ID: serverID(v.ID), Address: raft.ServerAddress(v.RaftAddr)})
+				Suffrage: suffrage, ID: serverID(v.ID), Address: raft.ServerAddress(v.RaftAddr)})
 		}
 		if err := raft.BootstrapCluster(rc, c.store, c.store, snaps, c.trans, conf); err != nil {
 			return err

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +43,7 @@ type brokerFlags struct {
 	voters       string
 	kafkaPeers   string
 	ctrlOnly     bool
+	quorum       []int
 	session      time.Duration
 	heartbeat    time.Duration
 	raftTimeout  time.Duration
@@ -70,6 +73,7 @@ func (f *brokerFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.voters, "voters", "", "controller quorum voters id@host:raftport,... (every node of a multi-broker cluster); empty: a cluster of one")
 	fl.StringVar(&f.kafkaPeers, "kafka-peers", "", "Kafka listeners of the voters id@host:port,... (with --voters)")
 	fl.BoolVar(&f.ctrlOnly, "controller-only", false, "a controller quorum voter that is not a broker (process.roles=controller)")
+	fl.IntSliceVar(&f.quorum, "quorum", nil, "node ids that vote in the controller quorum (dedicated controllers); the other --voters follow the metadata log as non-voters (default: all vote)")
 	fl.DurationVar(&f.session, "session-timeout", 9*time.Second, "broker.session.timeout.ms: a broker silent this long is fenced")
 	fl.DurationVar(&f.heartbeat, "heartbeat-interval", 0, "broker.heartbeat.interval.ms (default: min(2s, session/4))")
 	fl.DurationVar(&f.raftTimeout, "raft-timeout", time.Second, "controller quorum heartbeat and election timeout")
@@ -91,6 +95,27 @@ func (f *brokerFlags) config() (cluster.Config, error) {
 			return cluster.Config{}, err
 		}
 	}
+	var quorum []int32
+	for _, id := range f.quorum {
+		quorum = append(quorum, int32(id))
+	}
+	if len(quorum) > 0 {
+		if len(peers) == 0 {
+			return cluster.Config{}, errors.New("--quorum without --voters: a cluster of one has no quorum to split; drop --quorum or add --voters")
+		}
+		ids := map[int32]bool{}
+		for _, p := range peers {
+			ids[p.ID] = true
+		}
+		for _, id := range quorum {
+			if !ids[id] {
+				return cluster.Config{}, fmt.Errorf("--quorum names node %d, which is not in --voters; list ids from --voters", id)
+			}
+		}
+		if f.ctrlOnly && !slices.Contains(quorum, f.nodeID) {
+			return cluster.Config{}, fmt.Errorf("--controller-only node %d is not in --quorum %v: a controller that does not vote does nothing; add it to --quorum", f.nodeID, f.quorum)
+		}
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return cluster.Config{}, fmt.Errorf("--log-level %q: give debug, info, warn or error", f.logLevel)
@@ -106,7 +131,7 @@ func (f *brokerFlags) config() (cluster.Config, error) {
 		},
 		ReplicaLagMax: f.lagMax,
 		Bugs:          bugs, ElectOutsideISR: electOutside,
-		Peers: peers, ControllerOnly: f.ctrlOnly,
+		Peers: peers, ControllerOnly: f.ctrlOnly, Quorum: quorum,
 		SessionTimeout: f.session, HeartbeatInterval: f.heartbeat, RaftTimeout: f.raftTimeout,
 		MetricsListen: f.metrics,
 		Logger:        logger,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -33,8 +34,11 @@ type clusterOpts struct {
 	// controllers are extra controller-only voters (ids after the brokers),
 	// so the quorum outlives the loss of most brokers.
 	controllers int
-	session     time.Duration
-	metrics     bool
+	// dedicated: only the controller-only nodes vote; brokers follow the
+	// metadata log as raft non-voters and are never the active controller.
+	dedicated bool
+	session   time.Duration
+	metrics   bool
 }
 
 func (o *clusterOpts) register(cmd *cobra.Command) {
@@ -51,6 +55,7 @@ func (o *clusterOpts) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&o.extra, "broker-arg", nil, "extra flag passed to every broker (repeatable)")
 	fl.IntVar(&o.controllers, "controllers", 0, "extra controller-only quorum voters (KRaft process.roles=controller)")
 	fl.DurationVar(&o.session, "session-timeout", 9*time.Second, "broker.session.timeout.ms")
+	fl.BoolVar(&o.dedicated, "dedicated-controllers", false, "only the --controllers nodes vote in the controller quorum; brokers are raft non-voters, never the active controller (KRaft with separate controllers)")
 }
 
 func (o *clusterOpts) validate() error {
@@ -59,6 +64,9 @@ func (o *clusterOpts) validate() error {
 	}
 	if o.controllers < 0 || o.nodes+o.controllers > runtime.MaxNodes {
 		return fmt.Errorf("--controllers %d: give 0..%d", o.controllers, runtime.MaxNodes-o.nodes)
+	}
+	if o.dedicated && o.controllers < 1 {
+		return errors.New("--dedicated-controllers with --controllers 0: there would be no voter; add --controllers 1 (or 3 to survive a controller fault)")
 	}
 	if o.minISR > o.nodes {
 		return fmt.Errorf("--min-isr %d > --nodes %d: no topic could take acks=all writes; lower --min-isr", o.minISR, o.nodes)
@@ -88,6 +96,13 @@ func (o *clusterOpts) spec(name, binary string) runtime.ClusterSpec {
 	if o.nodes+o.controllers > 1 {
 		// Every node is a voter of the controller quorum (combined mode).
 		args = append(args, "--voters", "{{.Peers}}", "--kafka-peers", "{{.KafkaPeers}}")
+	}
+	if o.dedicated {
+		var ids []string
+		for i := o.nodes + 1; i <= o.nodes+o.controllers; i++ {
+			ids = append(ids, strconv.Itoa(i))
+		}
+		args = append(args, "--quorum", strings.Join(ids, ","))
 	}
 	args = append(args, "--default-rf", strconv.Itoa(min(3, o.nodes)), "--metrics-listen", "{{.Host}}:9094")
 	args = append(args, o.extra...)
