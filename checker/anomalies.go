@@ -35,6 +35,15 @@ func checkWrites(ix *index, col *collector) {
 		for si := range k.sends {
 			s := &k.sends[si]
 			c := &ix.calls[s.call]
+			if c.typ == history.OK && s.ack >= 0 {
+				gone := !s.read && s.ack < k.maxRead
+				if sl := k.slotAt(s.ack); sl != nil && sl.read && sl.last != s.value {
+					gone = true
+				}
+				if gone {
+					ix.stats.LostAcks++
+				}
+			}
 			switch {
 			case c.typ == history.OK && !s.read:
 				anomaly := Unseen

@@ -16,6 +16,10 @@ type slot struct {
 	value int64 // first value observed here
 	first int32 // call that observed it first; -1 when nothing was observed
 	read  bool  // some poll read this offset
+	// last is the value the latest poll (in history order) read here:
+	// what the log holds at this offset as far as the history knows.
+	// Meaningful only when read.
+	last int64
 }
 
 // sendRec is one send micro-op and what became of its value.
@@ -70,6 +74,7 @@ func (k *keyIndex) observe(offset, value int64, c int32, read bool) error {
 	s := &k.slots[offset]
 	if read {
 		s.read = true
+		s.last = value
 		if offset > k.maxRead {
 			k.maxRead = offset
 		}
@@ -91,6 +96,14 @@ func (k *keyIndex) observe(offset, value int64, c int32, read bool) error {
 	}
 	k.conflicts[offset] = append(k.conflicts[offset], obs{value, c})
 	return nil
+}
+
+// slotAt is offset's slot, or nil beyond the table.
+func (k *keyIndex) slotAt(offset int64) *slot {
+	if offset < 0 || offset >= int64(len(k.slots)) {
+		return nil
+	}
+	return &k.slots[offset]
 }
 
 // assigned reports whether any op observed a record at offset.

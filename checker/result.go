@@ -120,6 +120,12 @@ type Stats struct {
 	Polls   int `json:"polls"` // ok poll micro-ops
 	Records int `json:"records_read"`
 	Keys    int `json:"keys"`
+	// LostAcks counts acknowledged sends gone from the log as last read:
+	// never read though later offsets were (lost-write), or overwritten (the
+	// latest read of their offset shows another value, which
+	// inconsistent-offsets reports per offset). It is the matrix report's
+	// "lost acks": a record a consumer saw before it vanished is still lost.
+	LostAcks int `json:"lost_acks"`
 }
 
 // Result is the checker's answer; it marshals as DESIGN section 5's object.

@@ -55,8 +55,9 @@ type Test struct {
 type NemesisOptions struct {
 	Kinds    []nemesis.Kind
 	Target   nemesis.Target
-	Interval time.Duration // mean quiet time between faults
-	Hold     time.Duration // mean duration of a fault
+	Interval time.Duration   // mean quiet time between faults
+	Hold     time.Duration   // mean duration of a fault
+	Shapes   []nemesis.Shape // partition shapes drawn from (nil: all)
 	// Slow faults: delay and loss on the node's links.
 	SlowDelay time.Duration
 	SlowLoss  float64
@@ -150,7 +151,7 @@ func (t *Test) defaults() {
 func (t *Test) PlanSchedule() (nemesis.Schedule, error) {
 	t.defaults()
 	return nemesis.Plan(t.Config.Seed, nemesis.PlanOptions{Kinds: t.Nemesis.Kinds,
-		Interval: t.Nemesis.Interval, Hold: t.Nemesis.Hold, Limit: t.TimeLimit})
+		Interval: t.Nemesis.Interval, Hold: t.Nemesis.Hold, Limit: t.TimeLimit, Shapes: t.Nemesis.Shapes})
 }
 
 // Run runs the test's phases: setup, warm-up, faults, heal, recovery,

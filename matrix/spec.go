@@ -68,6 +68,8 @@ type Nemesis struct {
 	Target   string   `yaml:"target"`
 	Interval string   `yaml:"interval"`
 	Duration string   `yaml:"duration"`
+	// Shapes restricts the partition shapes drawn (default: all).
+	Shapes []string `yaml:"shapes"`
 	// Settings override the configuration for this nemesis (e.g. lazyfs
 	// for power loss).
 	Settings Settings `yaml:"settings"`
@@ -279,6 +281,9 @@ func (s *Spec) Cells() ([]Cell, error) {
 				}
 				if n.Duration != "" {
 					cell.Args = append(cell.Args, "--nemesis-duration", n.Duration)
+				}
+				if len(n.Shapes) > 0 {
+					cell.Args = append(cell.Args, "--partition-shapes", strings.Join(n.Shapes, ","))
 				}
 				if d, err := time.ParseDuration(full.TimeLimit); err == nil {
 					cell.Duration = d

@@ -110,6 +110,28 @@ const (
 // Shapes lists every partition shape; a partition step draws one.
 var Shapes = []Shape{IsolateOne, IsolateLeader, Halves, MajoritiesRing, Bridge}
 
+// ParseShapes parses --partition-shapes; nothing yields nil (every shape).
+func ParseShapes(names []string) ([]Shape, error) {
+	var out []Shape
+	for _, n := range names {
+		s := Shape(strings.TrimSpace(n))
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(Shapes, s) {
+			all := make([]string, len(Shapes))
+			for i, x := range Shapes {
+				all[i] = string(x)
+			}
+			return nil, fmt.Errorf("unknown partition shape %q: choose from %s", n, strings.Join(all, ", "))
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
 // undoVerb is the history verb written when a fault ends.
 func undoVerb(k Kind) string {
 	switch k {

@@ -40,6 +40,8 @@ type PlanOptions struct {
 	Hold time.Duration
 	// Limit: no fault starts at or after it.
 	Limit time.Duration
+	// Shapes a partition step draws from (nil: every shape).
+	Shapes []Shape
 }
 
 // Plan draws a schedule from seed. The same seed and options give the same
@@ -60,7 +62,11 @@ func Plan(seed int64, o PlanOptions) (Schedule, error) {
 	for t < o.Limit && len(s) < MaxSteps {
 		st := Step{At: t, Kind: o.Kinds[rng.IntN(len(o.Kinds))], Hold: jitter(o.Hold), Pick: rng.Uint64()}
 		if st.Kind == Partition {
-			st.Shape = Shapes[rng.IntN(len(Shapes))]
+			shapes := o.Shapes
+			if len(shapes) == 0 {
+				shapes = Shapes
+			}
+			st.Shape = shapes[rng.IntN(len(shapes))]
 		}
 		s = append(s, st)
 		t += st.Hold + jitter(o.Interval)

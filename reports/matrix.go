@@ -26,10 +26,13 @@ type Cell struct {
 	Nemesis string `json:"nemesis"`
 	Seed    int64  `json:"seed"`
 	// Valid is "true", "false" or "unknown"; "crashed" when the run died.
-	Valid     string         `json:"valid"`
-	Counts    map[string]int `json:"counts"`
-	Forbidden []string       `json:"forbidden,omitempty"`
-	Allowed   []string       `json:"allowed,omitempty"`
+	Valid  string         `json:"valid"`
+	Counts map[string]int `json:"counts"`
+	// LostAcks is the checker's Stats.LostAcks: acknowledged sends gone
+	// from the log (lost-write, or read and then overwritten).
+	LostAcks  int      `json:"lost_acks"`
+	Forbidden []string `json:"forbidden,omitempty"`
+	Allowed   []string `json:"allowed,omitempty"`
 	// WriteAvailability is the share of sends that were acknowledged.
 	WriteAvailability float64 `json:"write_availability"`
 	// Report is the run report's path relative to the matrix output.
@@ -41,7 +44,7 @@ type Cell struct {
 // CellFrom summarises a checker result as a cell.
 func CellFrom(config, nemesis string, seed int64, res *checker.Result, report string) Cell {
 	c := Cell{Config: config, Nemesis: nemesis, Seed: seed, Valid: strings.Trim(res.Valid.String(), `"`),
-		Counts: res.Counts, WriteAvailability: res.Availability.OKShare, Report: report}
+		Counts: res.Counts, LostAcks: res.Stats.LostAcks, WriteAvailability: res.Availability.OKShare, Report: report}
 	for a := range res.Forbidden {
 		c.Forbidden = append(c.Forbidden, a)
 	}
@@ -193,7 +196,7 @@ func writeIndex(w io.Writer, title string, cells []Cell) error {
 			v.Rows[ri].Cells[nemIdx[c.Nemesis]] = mc
 		}
 		mc.Runs = append(mc.Runs, c)
-		mc.Lost += c.Counts[checker.LostWrite]
+		mc.Lost += c.LostAcks
 		mc.Unseen += c.Counts[checker.Unseen]
 		mc.Dups += c.Counts[checker.Duplicate]
 		mc.Avail += c.WriteAvailability

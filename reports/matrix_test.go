@@ -12,11 +12,11 @@ import (
 func sampleCells() []Cell {
 	return []Cell{
 		{Config: "acks=1 minisr=1 rf=3 unclean=false idem=false", Nemesis: "kill-leader", Seed: 1, Valid: "true",
-			Counts: map[string]int{"lost-write": 12, "unseen": 3}, Allowed: []string{"lost-write", "unseen"}, WriteAvailability: 0.9, Report: "runs/a/report.html"},
+			Counts: map[string]int{"lost-write": 9, "inconsistent-offsets": 3, "unseen": 3}, LostAcks: 12, Allowed: []string{"lost-write", "unseen"}, WriteAvailability: 0.9, Report: "runs/a/report.html"},
 		{Config: "acks=all minisr=2 rf=3 unclean=false idem=true", Nemesis: "kill-leader", Seed: 1, Valid: "true",
 			Counts: map[string]int{}, WriteAvailability: 0.8, Report: "runs/b/report.html"},
 		{Config: "acks=all minisr=2 rf=3 unclean=false idem=true", Nemesis: "partition", Seed: 1, Valid: "false",
-			Counts: map[string]int{"lost-write": 1}, Forbidden: []string{"lost-write"}, WriteAvailability: 0.7, Report: "runs/c/report.html"},
+			Counts: map[string]int{"lost-write": 1}, LostAcks: 1, Forbidden: []string{"lost-write"}, WriteAvailability: 0.7, Report: "runs/c/report.html"},
 		{Config: "acks=all minisr=2 rf=3 unclean=false idem=true <b>x</b>", Nemesis: "pause", Seed: 2, Valid: "crashed", Log: "boom <script>"},
 	}
 }

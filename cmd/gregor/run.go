@@ -35,6 +35,7 @@ type runOpts struct {
 	nemeses                                []string
 	interval, hold                         time.Duration
 	target                                 string
+	shapes                                 []string
 	slowDelay                              time.Duration
 	slowLoss                               float64
 	seed                                   int64
@@ -60,6 +61,7 @@ func (r *runOpts) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&r.interval, "nemesis-interval", 10*time.Second, "mean quiet time between faults")
 	fl.DurationVar(&r.hold, "nemesis-duration", 5*time.Second, "mean duration of a fault")
 	fl.StringVar(&r.target, "nemesis-target", "random", "random | leader | controller | minority | majority | all")
+	fl.StringSliceVar(&r.shapes, "partition-shapes", nil, "partition shapes to draw from (default all): isolate-one, isolate-leader, halves, majorities-ring, bridge")
 	fl.DurationVar(&r.slowDelay, "slow-delay", 5*time.Second, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
 	fl.Float64Var(&r.slowLoss, "slow-loss", 0, "slow nemesis: packet loss percent")
 	fl.Int64Var(&r.seed, "seed", 0, "seed of the nemesis schedule and the workload (default: random, printed)")
@@ -83,58 +85,62 @@ func setDefault(fl *pflag.FlagSet, name, value string) {
 }
 
 // validateRun refuses impossible configurations before anything boots.
-func validateRun(o *clusterOpts, r *runOpts) ([]nemesis.Kind, nemesis.Target, error) {
+func validateRun(o *clusterOpts, r *runOpts) ([]nemesis.Kind, nemesis.Target, []nemesis.Shape, error) {
 	if err := o.validate(); err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	switch r.acks {
 	case "0", "1", "all":
 	case "-1":
 		r.acks = "all"
 	default:
-		return nil, "", fmt.Errorf("--acks %q: give 0, 1 or all", r.acks)
+		return nil, "", nil, fmt.Errorf("--acks %q: give 0, 1 or all", r.acks)
 	}
 	if r.rf < 1 || r.rf > o.nodes {
-		return nil, "", fmt.Errorf("--rf %d > --nodes %d: a partition needs its replicas on distinct brokers; lower --rf or raise --nodes", r.rf, o.nodes)
+		return nil, "", nil, fmt.Errorf("--rf %d > --nodes %d: a partition needs its replicas on distinct brokers; lower --rf or raise --nodes", r.rf, o.nodes)
 	}
 	if o.minISR < 1 || o.minISR > r.rf {
-		return nil, "", fmt.Errorf("--min-isr %d > --rf %d: no acks=all write could ever succeed; lower --min-isr to at most %d", o.minISR, r.rf, r.rf)
+		return nil, "", nil, fmt.Errorf("--min-isr %d > --rf %d: no acks=all write could ever succeed; lower --min-isr to at most %d", o.minISR, r.rf, r.rf)
 	}
 	if r.idempotence && r.acks == "0" {
-		return nil, "", errors.New("--acks 0 with --idempotence: an idempotent producer needs acknowledgements; use --acks all or drop --idempotence")
+		return nil, "", nil, errors.New("--acks 0 with --idempotence: an idempotent producer needs acknowledgements; use --acks all or drop --idempotence")
 	}
 	if r.idempotence && r.acks != "all" {
-		return nil, "", fmt.Errorf("--idempotence with --acks %s: franz-go (like Kafka) requires acks=all for idempotence; use --acks all or drop --idempotence", r.acks)
+		return nil, "", nil, fmt.Errorf("--idempotence with --acks %s: franz-go (like Kafka) requires acks=all for idempotence; use --acks all or drop --idempotence", r.acks)
 	}
 	if r.partitions < 1 {
-		return nil, "", fmt.Errorf("--partitions %d: give at least 1", r.partitions)
+		return nil, "", nil, fmt.Errorf("--partitions %d: give at least 1", r.partitions)
 	}
 	if r.timeLimit <= 0 {
-		return nil, "", fmt.Errorf("--time-limit %v: give a positive duration", r.timeLimit)
+		return nil, "", nil, fmt.Errorf("--time-limit %v: give a positive duration", r.timeLimit)
 	}
 	if r.interval <= 0 || r.hold <= 0 {
-		return nil, "", fmt.Errorf("--nemesis-interval %v and --nemesis-duration %v must be positive", r.interval, r.hold)
+		return nil, "", nil, fmt.Errorf("--nemesis-interval %v and --nemesis-duration %v must be positive", r.interval, r.hold)
 	}
 	if r.concurrency < 1 || r.consumers < 0 || r.concurrency+r.consumers > queue.MaxClients {
-		return nil, "", fmt.Errorf("--concurrency %d and --consumers %d: give at least one producer and at most %d clients", r.concurrency, r.consumers, queue.MaxClients)
+		return nil, "", nil, fmt.Errorf("--concurrency %d and --consumers %d: give at least one producer and at most %d clients", r.concurrency, r.consumers, queue.MaxClients)
 	}
 	if r.rate < 0 || r.rate > queue.MaxRate {
-		return nil, "", fmt.Errorf("--rate %v: give 0 (unlimited) to %d", r.rate, queue.MaxRate)
+		return nil, "", nil, fmt.Errorf("--rate %v: give 0 (unlimited) to %d", r.rate, queue.MaxRate)
 	}
 	kinds, err := nemesis.ParseKinds(r.nemeses)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	target, err := nemesis.ParseTarget(r.target)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	for _, k := range kinds {
 		if k == nemesis.PowerLoss && !o.lazyFS {
-			return nil, "", errors.New("--nemesis power-loss without --lazyfs: a killed broker keeps its page cache, so nothing is lost; add --lazyfs")
+			return nil, "", nil, errors.New("--nemesis power-loss without --lazyfs: a killed broker keeps its page cache, so nothing is lost; add --lazyfs")
 		}
 	}
-	return kinds, target, nil
+	shapes, err := nemesis.ParseShapes(r.shapes)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return kinds, target, shapes, nil
 }
 
 func runCmd() *cobra.Command {
@@ -175,7 +181,7 @@ Exit status (as gregor check):
   3  unknown: a check could not finish, or the run was interrupted`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kinds, target, err := validateRun(&o, &r)
+			kinds, target, shapes, err := validateRun(&o, &r)
 			if err != nil {
 				return &exitError{checkBadInput, err}
 			}
@@ -209,7 +215,7 @@ Exit status (as gregor check):
 				Topic: harness.TopicSpec{Name: "queue", Partitions: r.partitions, RF: r.rf, MinISR: o.minISR, Unclean: o.unclean},
 				Workload: queue.Config{Acks: r.acks, Idempotence: r.idempotence, Retries: r.retries,
 					DeliveryTimeout: r.delivery, Rate: r.rate, Producers: r.concurrency, Consumers: r.consumers, Seed: r.seed},
-				Nemesis: harness.NemesisOptions{Kinds: kinds, Target: target, Interval: r.interval, Hold: r.hold,
+				Nemesis: harness.NemesisOptions{Kinds: kinds, Target: target, Interval: r.interval, Hold: r.hold, Shapes: shapes,
 					SlowDelay: r.slowDelay, SlowLoss: r.slowLoss},
 				WarmUp: r.warmUp, TimeLimit: r.timeLimit, RecoveryTimeout: r.recovery, FinalReadTimeout: r.finalRead,
 				Progress: errOut,

@@ -1,0 +1,187 @@
+// Package validate measures the harness itself (DESIGN section 6): for each
+// planted bug, how often a run with the fault most likely to expose it ends
+// in a forbidden anomaly (sensitivity), and how often the safe
+// configuration, without a bug, fails under any nemesis (false alarms).
+//
+// A probe is a matrix cell with a planted bug; the plan turns probes and the
+// safe runs into matrix cells (gregor run subprocesses), and the summary
+// reads their results back.
+package validate
+
+import (
+	"fmt"
+	"time"
+
+	"gregor/matrix"
+)
+
+// Probe is one planted bug and the run most likely to expose it.
+type Probe struct {
+	Bug string
+	// Config is the configuration the bug is run in: the safe one, except
+	// where the bug only loses data under a weaker setting (Why says so).
+	Config  matrix.Settings
+	Nemesis matrix.Nemesis
+	// Why says why this fault exposes the bug, and what the checker sees.
+	Why string
+}
+
+// Choices are the harness settings every validation run shares, each with
+// the reason it raises the detection rate (shown in the report).
+var Choices = []string{
+	"--dedicated-controllers --controllers 1: brokers are raft non-voters, so a fault on a broker never takes the controller with it; a cut-off leader is deposed by a controller that stays reachable from the majority, and a stranded leader keeps its controller",
+	"partitions put the controller-only voter with the majority side: an isolated leader is fenced and a new one elected while the old one still takes writes",
+	"--concurrency 16: producers are blocked one record at a time by a partition that stalls; 16 keep the other partitions written while one is faulted",
+	"--session-timeout 3s and --replica-lag-max 3s (gregor run's defaults): elections and ISR shrinks happen within a fault's hold",
+	"scenario faults (strand-leader, kip101) play a whole failure story on one partition's leader in one step, instead of waiting for two random faults to line up",
+}
+
+// Safe is the configuration that must never fail: acks=all, min ISR 2,
+// unclean off, RF 3, idempotence on.
+func Safe(timeLimit time.Duration) matrix.Settings {
+	return matrix.Settings{Acks: "all", MinISR: ptr(2), RF: ptr(3), Unclean: ptr(false), Idempotence: ptr(true),
+		Nodes: ptr(3), Controllers: ptr(1), Partitions: ptr(3), TimeLimit: timeLimit.String(),
+		Args: []string{"--dedicated-controllers", "--concurrency", "16"}}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+var (
+	isolateLeader = matrix.Nemesis{Name: "isolate-leader", Kinds: []string{"partition"}, Shapes: []string{"isolate-leader"},
+		Target: "leader", Interval: "3s", Duration: "5s"}
+	strandLeader = matrix.Nemesis{Name: "strand-leader", Kinds: []string{"strand-leader"}, Interval: "3s", Duration: "3s"}
+	kip101       = matrix.Nemesis{Name: "kip101", Kinds: []string{"kip101"}, Interval: "3s", Duration: "3s",
+		// Y must stay in the ISR through the story (the KIP's timeline).
+		Settings: matrix.Settings{Args: []string{"--replica-lag-max", "20s"}}}
+)
+
+// Probes lists each planted bug of DESIGN section 6 with its fault.
+func Probes(timeLimit time.Duration) []Probe {
+	safe := Safe(timeLimit)
+	minISR1 := safe
+	minISR1.MinISR = ptr(1)
+	return []Probe{
+		{Bug: "ack-before-isr", Config: safe, Nemesis: isolateLeader,
+			Why: "the isolated leader, deposed by the majority, acknowledges acks=all writes its followers never fetch; the new leader's log lacks them: lost-write / inconsistent-offsets"},
+		{Bug: "hw-past-lagging-isr", Config: safe, Nemesis: isolateLeader,
+			Why: "the isolated leader moves its high watermark past followers that fetch nothing, so acks=all is answered with a single copy; the new leader lacks it: lost-write / inconsistent-offsets"},
+		{Bug: "truncate-to-hw", Config: safe, Nemesis: kip101,
+			Why: "the KIP-101 scenario: a follower holding acknowledged records above its lagging HW truncates to the HW when it starts following a new leader, then is elected: lost-write / inconsistent-offsets (needs --replica-lag-max 20s so it stays in the ISR)"},
+		{Bug: "skip-min-isr", Config: safe, Nemesis: strandLeader,
+			Why: "the stranded leader's ISR shrinks to itself; with min ISR 2 a correct leader refuses acks=all (NOT_ENOUGH_REPLICAS), the bug acknowledges: the metadata samples show the ISR below min ISR while the ack happened (under-min-isr-ack)"},
+		{Bug: "elect-outside-isr", Config: minISR1, Nemesis: strandLeader,
+			Why: "min ISR 1 (the bug needs writes only the ISR holds): the stranded leader acknowledges alone, is killed, and the controller elects a follower outside the ISR although unclean election is off: lost-write / inconsistent-offsets. A correct controller keeps the partition offline"},
+	}
+}
+
+// SafeNemeses are the faults the safe configuration runs under: every
+// kind, leader-targeted where that is the harder case.
+func SafeNemeses() []matrix.Nemesis {
+	lazy := matrix.Settings{LazyFS: ptr(true), Fsync: "never"}
+	return []matrix.Nemesis{
+		{Name: "kill-leader", Kinds: []string{"kill"}, Target: "leader", Interval: "3s", Duration: "3s"},
+		{Name: "stop", Kinds: []string{"stop"}, Interval: "3s", Duration: "3s"},
+		{Name: "pause-leader", Kinds: []string{"pause"}, Target: "leader", Interval: "3s", Duration: "4s"},
+		isolateLeader,
+		{Name: "partition", Kinds: []string{"partition"}, Interval: "3s", Duration: "5s"},
+		{Name: "slow", Kinds: []string{"slow"}, Interval: "3s", Duration: "4s"},
+		{Name: "power-loss", Kinds: []string{"power-loss"}, Target: "leader", Interval: "3s", Duration: "2s", Settings: lazy},
+		strandLeader,
+		kip101,
+		{Name: "client-crash", Kinds: []string{"client-crash", "kill"}, Interval: "2s", Duration: "3s"},
+	}
+}
+
+// SafeLabel and BugLabel name a plan's matrix rows.
+const SafeLabel = "safe: acks=all minisr=2 rf=3 unclean=false idem=true"
+
+// BugLabel is the matrix row of a probe.
+func BugLabel(bug string) string { return "bug=" + bug }
+
+// Plan is what `gregor validate` runs.
+type Plan struct {
+	Runs      int // per planted bug
+	SafeRuns  int // spread over SafeNemeses
+	TimeLimit time.Duration
+	Seed      int64 // first seed; run i uses Seed+i
+	Bugs      []string
+}
+
+// Cells expands the plan into matrix cells, probes first.
+func (p Plan) Cells() ([]matrix.Cell, error) {
+	if p.Runs < 0 || p.SafeRuns < 0 || p.Runs+p.SafeRuns == 0 {
+		return nil, fmt.Errorf("--runs %d --safe-runs %d: give a positive number of runs", p.Runs, p.SafeRuns)
+	}
+	if p.TimeLimit <= 0 {
+		return nil, fmt.Errorf("--time-limit %v: give a positive duration", p.TimeLimit)
+	}
+	probes := Probes(p.TimeLimit)
+	if len(p.Bugs) > 0 {
+		var keep []Probe
+		for _, b := range p.Bugs {
+			found := false
+			for _, pr := range probes {
+				if pr.Bug == b {
+					keep, found = append(keep, pr), true
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("--bugs %q: no probe for it; choose from %v", b, BugNames())
+			}
+		}
+		probes = keep
+	}
+	var cells []matrix.Cell
+	add := func(label string, cfg matrix.Settings, n matrix.Nemesis, seeds []int64) error {
+		spec := matrix.Spec{Name: "validate", Configs: []matrix.Settings{cfg}, Nemeses: []matrix.Nemesis{n}, Seeds: seeds}
+		cs, err := spec.Cells()
+		if err != nil {
+			return err
+		}
+		for i := range cs {
+			cs[i].Label = label
+		}
+		cells = append(cells, cs...)
+		return nil
+	}
+	seeds := func(n, offset int) []int64 {
+		var s []int64
+		for i := range n {
+			s = append(s, p.Seed+int64(offset+i))
+		}
+		return s
+	}
+	if p.Runs > 0 {
+		for _, pr := range probes {
+			cfg := pr.Config
+			cfg.Bugs = []string{pr.Bug}
+			if err := add(BugLabel(pr.Bug), cfg, pr.Nemesis, seeds(p.Runs, 0)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	nems := SafeNemeses()
+	for i, n := range nems {
+		// Runs are dealt round-robin: nemesis i gets runs i, i+len, ...
+		k := 0
+		for j := i; j < p.SafeRuns; j += len(nems) {
+			k++
+		}
+		if k == 0 {
+			continue
+		}
+		if err := add(SafeLabel, Safe(p.TimeLimit), n, seeds(k, 1000+100*i)); err != nil {
+			return nil, err
+		}
+	}
+	return cells, nil
+}
+
+// BugNames are the planted bugs with a probe.
+func BugNames() []string {
+	var out []string
+	for _, p := range Probes(time.Second) {
+		out = append(out, p.Bug)
+	}
+	return out
+}
