@@ -49,6 +49,9 @@ type Test struct {
 	// created: e.g. a standing link delay that models a wider network. The
 	// heal phase removes network faults it set.
 	AfterBoot func(ctx context.Context, c runtime.Cluster) error
+	// LinkDelay is a standing delay on every node's links for the whole
+	// test (see standingDelay); 0: none.
+	LinkDelay time.Duration
 }
 
 // NemesisOptions configure the fault phase.
@@ -95,6 +98,9 @@ func (t *Test) Validate() error {
 	}
 	if t.Topic.MinISR < 1 || t.Topic.MinISR > t.Topic.RF {
 		return fmt.Errorf("--min-isr %d > --rf %d: no acks=all write could ever succeed; lower --min-isr to at most %d", t.Topic.MinISR, t.Topic.RF, t.Topic.RF)
+	}
+	if t.LinkDelay < 0 || t.LinkDelay > MaxLinkDelay {
+		return fmt.Errorf("--link-delay %v: give 0 to %v (a longer delay misses the session and lag timeouts)", t.LinkDelay, MaxLinkDelay)
 	}
 	if t.Topic.Partitions < 1 {
 		return fmt.Errorf("--partitions %d: give at least 1", t.Topic.Partitions)
@@ -224,6 +230,13 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		} else {
 			voters = append(voters, n.ID)
 		}
+	}
+	if t.LinkDelay > 0 {
+		sd := standingDelay{Cluster: c, d: t.LinkDelay}
+		if err := sd.all(ctx); err != nil {
+			return rep, fmt.Errorf("link delay: %w", err)
+		}
+		c = sd
 	}
 	if t.AfterBoot != nil {
 		if err := t.AfterBoot(ctx, c); err != nil {

@@ -35,7 +35,14 @@ type Config struct {
 	// Nemeses used: kill, stop, pause, partition, slow, power-loss, client-crash.
 	Nemeses []string `json:"nemeses"`
 	// NemesisTarget: random, leader, controller, minority, majority, all.
-	NemesisTarget string   `json:"nemesis_target,omitempty"`
+	NemesisTarget string `json:"nemesis_target,omitempty"`
+	// PartitionShapes restricts the partition shapes drawn (empty: all).
+	PartitionShapes []string `json:"partition_shapes,omitempty"`
+	// LinkDelay is a standing delay on every broker link (gregor run
+	// --link-delay), modelling brokers further apart.
+	LinkDelay Duration `json:"link_delay,omitempty"`
+	// ReplicaLagMax is replica.lag.time.max.ms; MinISRAck reasoning uses it.
+	ReplicaLagMax Duration `json:"replica_lag_max,omitempty"`
 	Seed          int64    `json:"seed"`
 	TimeLimit     Duration `json:"time_limit"`
 	Nodes         int      `json:"nodes"`

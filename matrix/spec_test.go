@@ -20,13 +20,14 @@ func TestDefaultMatrixCoversTheIssue(t *testing.T) {
 		joined += strings.Join(c.Args, " ") + "\n"
 	}
 	for _, want := range []string{"--acks 0", "--acks 1", "--acks all", "--min-isr 1", "--min-isr 2", "--unclean=true", "--unclean=false",
-		"--nemesis kill --seed 1 --nemesis-target leader", "--nemesis partition", "--nemesis pause", "--nemesis power-loss", "--lazyfs=true"} {
+		"--nemesis kill --seed 1 --nemesis-target leader", "--nemesis partition", "--partition-shapes isolate-leader", "--nemesis pause", "--nemesis power-loss", "--lazyfs=true",
+		"--nemesis strand-leader", "--link-delay 25ms", "--dedicated-controllers"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("default matrix lacks %q", want)
 		}
 	}
-	if len(cells) != 20 {
-		t.Fatalf("%d cells, want 5 configurations x 4 nemeses", len(cells))
+	if len(cells) != 25 {
+		t.Fatalf("%d cells, want 5 configurations x 5 nemeses", len(cells))
 	}
 	ids := map[string]bool{}
 	for _, c := range cells {

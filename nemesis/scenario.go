@@ -25,7 +25,8 @@ const (
 	// correct leader refuses them (NOT_ENOUGH_REPLICAS).
 	StrandLeader Kind = "strand-leader"
 	// KIP101 is the two-failure data-loss scenario of KIP-101: leader A,
-	// followers X then Y (replica order). Y is cut off from the other
+	// followers X then Y (replica order). Y's links are slowed, then Y is
+	// cut off from the other
 	// brokers (not from the controller) while writes flow, so it holds
 	// acknowledged records above its own, lagging, high watermark. A is
 	// killed and X elected; Y starts following X's epoch and must keep its
@@ -36,6 +37,11 @@ const (
 	// ISR, as in the KIP's own timeline.
 	KIP101 Kind = "kip101"
 )
+
+// kip101Lag is the link delay KIP101 puts on Y before cutting it off:
+// well under replica.lag.time.max.ms and the session timeout, so Y stays
+// in the ISR and registered.
+const kip101Lag = 150 * time.Millisecond
 
 // isScenario reports whether k is a scenario fault.
 func isScenario(k Kind) bool { return k == StrandLeader || k == KIP101 }
@@ -162,6 +168,12 @@ func (r *Runner) scenario(ctx context.Context, st Step, v opValue) {
 		hold(st.Hold)
 	case KIP101:
 		x, y := followers[0], followers[1]
+		// A follower learns the HW one fetch after it has the records, so
+		// at full speed Y's HW trails its log by a record or two: a delay
+		// on Y's links first widens that window to ~2*kip101Lag of writes.
+		if !phase("slow-follower", []int32{y}, nil, c.Slow(ctx, y, kip101Lag, 0, 0)) || !hold(time.Second) {
+			return
+		}
 		groups := [][]int32{{y}, sorted([]int32{leader, x})}
 		if !phase("cut-follower", []int32{y}, groups, c.Partition(ctx, groups)) ||
 			!phase("kill-leader", []int32{leader}, nil, kill(leader)) {

@@ -115,8 +115,37 @@ func ReadResults(paths ...string) ([]Cell, error) {
 	return all, nil
 }
 
+// Validation is the section `gregor validate` adds to its matrix report:
+// the harness's own detection rate per planted bug and its false alarms.
+type Validation struct {
+	Rows []ValidationRow
+	// Choices are the harness settings that raise detection, with reasons.
+	Choices            []string
+	SafeRuns, Alarms   int
+	Pass               bool
+	TargetRate, Target string // the targets, in words
+}
+
+// ValidationRow is one planted bug, or the safe configuration under one
+// nemesis.
+type ValidationRow struct {
+	Name, Nemesis string
+	Result        string // "9/10 (90%)" or "0/2 false alarms"
+	Median        string // median time from the first fault to the first forbidden anomaly
+	Anomalies     string
+	Why           string
+	Pass          bool
+	Reports       []string
+}
+
 // WriteMatrix writes index.html, results.json and junit.xml into dir.
 func WriteMatrix(dir, title string, cells []Cell) error {
+	return WriteMatrixValidation(dir, title, cells, nil)
+}
+
+// WriteMatrixValidation is WriteMatrix with a validation section on top of
+// index.html (nil: none).
+func WriteMatrixValidation(dir, title string, cells []Cell, val *Validation) error {
 	SortCells(cells)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -136,7 +165,7 @@ func WriteMatrix(dir, title string, cells []Cell) error {
 		return err
 	}
 	buf.Reset()
-	if err := writeIndex(&buf, title, cells); err != nil {
+	if err := writeIndex(&buf, title, cells, val); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "index.html"), buf.Bytes(), 0o644)
@@ -163,14 +192,16 @@ type matrixView struct {
 	Failed   int
 	Crashed  int
 	Findings int
+	// Validation is set for `gregor validate`'s report.
+	Validation *Validation
 }
 
 var indexTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
 	"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
 }).ParseFS(templates, "templates/index.html"))
 
-func writeIndex(w io.Writer, title string, cells []Cell) error {
-	v := matrixView{Title: title, Total: len(cells)}
+func writeIndex(w io.Writer, title string, cells []Cell, val *Validation) error {
+	v := matrixView{Title: title, Total: len(cells), Validation: val}
 	nemIdx := map[string]int{}
 	for _, c := range cells {
 		if _, ok := nemIdx[c.Nemesis]; !ok {

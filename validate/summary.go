@@ -229,3 +229,24 @@ func fmtDur(d time.Duration) string {
 	}
 	return d.Round(100 * time.Millisecond).String()
 }
+
+// Section renders the summary as the matrix report's validation section.
+func (s *Summary) Section() *reports.Validation {
+	v := &reports.Validation{Choices: s.Choices, SafeRuns: s.SafeRuns, Alarms: s.FalseAlarms, Pass: s.Pass(),
+		TargetRate: fmt.Sprintf("each planted bug caught in at least %.0f%% of its runs", 100*MinDetectionRate),
+		Target:     fmt.Sprintf("at most %d false alarms in the safe configuration", MaxFalseAlarms)}
+	for _, r := range s.Bugs {
+		v.Rows = append(v.Rows, reports.ValidationRow{Name: r.Bug, Nemesis: r.Nemesis,
+			Result: fmt.Sprintf("detected %d/%d (%.0f%%)", r.Failed, r.Runs, 100*r.Rate()), Median: fmtDur(r.MedianFirst()),
+			Anomalies: strings.Join(r.Anomalies, ", "), Why: r.Why, Pass: r.Pass(), Reports: r.Reports})
+	}
+	for _, r := range s.Safe {
+		res := fmt.Sprintf("%d/%d false alarms", r.Failed, r.Runs)
+		if r.Inconclusive > 0 {
+			res += fmt.Sprintf(", %d inconclusive", r.Inconclusive)
+		}
+		v.Rows = append(v.Rows, reports.ValidationRow{Name: "safe (no bug)", Nemesis: r.Nemesis, Result: res,
+			Median: fmtDur(r.MedianFirst()), Anomalies: strings.Join(r.Anomalies, ", "), Pass: r.Pass(), Reports: r.Reports})
+	}
+	return v
+}

@@ -38,6 +38,7 @@ type runOpts struct {
 	shapes                                 []string
 	slowDelay                              time.Duration
 	slowLoss                               float64
+	linkDelay                              time.Duration
 	seed                                   int64
 	store                                  string
 	name                                   string
@@ -64,6 +65,7 @@ func (r *runOpts) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&r.shapes, "partition-shapes", nil, "partition shapes to draw from (default all): isolate-one, isolate-leader, halves, majorities-ring, bridge")
 	fl.DurationVar(&r.slowDelay, "slow-delay", 5*time.Second, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
 	fl.Float64Var(&r.slowLoss, "slow-loss", 0, "slow nemesis: packet loss percent")
+	fl.DurationVar(&r.linkDelay, "link-delay", 0, "a standing delay on every node's links for the whole test (brokers further apart): widens the window of records a leader has acknowledged and its followers not yet fetched; at most 500ms")
 	fl.Int64Var(&r.seed, "seed", 0, "seed of the nemesis schedule and the workload (default: random, printed)")
 	fl.StringVar(&r.store, "store", "store", "store directory: <store>/<name>/<timestamp>/")
 	fl.StringVar(&r.name, "name", "queue", "test name (store subdirectory)")
@@ -210,7 +212,8 @@ Exit status (as gregor check):
 				Name: r.name, Store: r.store, Runtime: rt, Spec: spec, Brokers: o.nodes,
 				Config: history.Config{Acks: r.acks, MinISR: o.minISR, RF: r.rf, Partitions: r.partitions,
 					Unclean: o.unclean, Idempotence: r.idempotence, Fsync: o.fsync, LazyFS: o.lazyFS,
-					Nemeses: names, NemesisTarget: string(target), Seed: r.seed,
+					Nemeses: names, NemesisTarget: string(target), PartitionShapes: r.shapes, Seed: r.seed,
+					LinkDelay: history.Duration(r.linkDelay), ReplicaLagMax: history.Duration(o.lagMax),
 					TimeLimit: history.Duration(r.timeLimit), Nodes: o.nodes, PlantedBugs: o.bugs},
 				Topic: harness.TopicSpec{Name: "queue", Partitions: r.partitions, RF: r.rf, MinISR: o.minISR, Unclean: o.unclean},
 				Workload: queue.Config{Acks: r.acks, Idempotence: r.idempotence, Retries: r.retries,
@@ -218,7 +221,7 @@ Exit status (as gregor check):
 				Nemesis: harness.NemesisOptions{Kinds: kinds, Target: target, Interval: r.interval, Hold: r.hold, Shapes: shapes,
 					SlowDelay: r.slowDelay, SlowLoss: r.slowLoss},
 				WarmUp: r.warmUp, TimeLimit: r.timeLimit, RecoveryTimeout: r.recovery, FinalReadTimeout: r.finalRead,
-				Progress: errOut,
+				Progress: errOut, LinkDelay: r.linkDelay,
 			}
 			rep, err := harness.Run(ctx, test)
 			if rep != nil && rep.Dir != "" {

@@ -1,0 +1,52 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gregor/harness/runtime"
+)
+
+// MaxLinkDelay bounds --link-delay: beyond it a broker's heartbeats and
+// fetches would miss the short session and lag timeouts the harness runs
+// with, and the delay would become a fault of its own.
+const MaxLinkDelay = 500 * time.Millisecond
+
+// standingDelay is a cluster whose every link carries a fixed delay for
+// the whole test, modelling brokers further apart (another rack or zone).
+// It widens the window in which a leader has acknowledged records its
+// followers have not fetched yet, the window acks=1 loses data in; on a
+// single machine that window is a fraction of a millisecond.
+//
+// Healing a fault removes every network rule of a node, and a restarted
+// node may come back without its rules, so the delay is put back after
+// each Heal, Unslow and Start. Invariant: outside a fault's own rules,
+// every node's links carry exactly d.
+type standingDelay struct {
+	runtime.Cluster
+	d time.Duration
+}
+
+func (s standingDelay) all(ctx context.Context) error {
+	var errs []error
+	for _, n := range s.Nodes() {
+		errs = append(errs, s.Cluster.Slow(ctx, n.ID, s.d, 0, 0))
+	}
+	return errors.Join(errs...)
+}
+
+func (s standingDelay) Heal(ctx context.Context) error {
+	return errors.Join(s.Cluster.Heal(ctx), s.all(ctx))
+}
+
+func (s standingDelay) Unslow(ctx context.Context, id int32) error {
+	return errors.Join(s.Cluster.Unslow(ctx, id), s.Cluster.Slow(ctx, id, s.d, 0, 0))
+}
+
+func (s standingDelay) Start(ctx context.Context, id int32) error {
+	if err := s.Cluster.Start(ctx, id); err != nil {
+		return err
+	}
+	return s.Cluster.Slow(ctx, id, s.d, 0, 0)
+}
