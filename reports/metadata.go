@@ -20,7 +20,7 @@ const (
 	maxMetadataLanes   = 64   // partitions drawn
 	maxMetadataShapes  = 6000 // leader rects + ISR steps + marks, over all lanes
 	maxMetadataChanges = 400  // rows of the changes table
-	metadataLaneH      = 66.0
+	metadataLaneH      = 80.0
 	metadataTopH       = 14.0 // the sampler row: failed samples
 	metadataAxisH      = 14.0
 	leaderColours      = 8 // CSS classes ldr-0 .. ldr-7 in templates/metadata.html
@@ -245,7 +245,7 @@ func metadataChart(samples []history.MetadataSample, nemesis []band, histEnd int
 		}
 		rf = max(rf, 1)
 		ln := lane{Label: fmt.Sprintf("p%d", part), Y: y, RF: rf, MinISR: minISR}
-		isrTop, isrH := y+26, metadataLaneH-32
+		isrTop, isrH := y+25, metadataLaneH-30
 		yOf := func(n int) float64 { return isrTop + isrH - float64(n)/float64(rf)*isrH }
 		ln.FullY = yOf(rf)
 		if minISR > 0 && minISR <= rf {
@@ -302,6 +302,8 @@ func metadataChart(samples []history.MetadataSample, nemesis []band, histEnd int
 	if truncated {
 		v.Note = joinNote(v.Note, fmt.Sprintf("more than %d shapes: the chart stops there", maxMetadataShapes))
 	}
+	// Read beside the chart, the changes go in time order across lanes.
+	slices.SortStableFunc(v.Changes, func(a, b changeRow) int { return cmp.Compare(a.Time, b.Time) })
 	for _, id := range slices.Sorted(maps.Keys(leaders)) {
 		v.Legend = append(v.Legend, legendItem{Class: leaderClass(id), Label: leaderName(id)})
 	}
