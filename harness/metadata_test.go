@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -279,4 +280,40 @@ func (b *syncBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
+}
+
+// checkMetadataStore asserts what a leader-kill run leaves of its metadata
+// samples: a file of samples, all taken before the final reads began, that
+// show at least one leader elected after the first (epoch > 0), and a
+// report that draws them.
+func checkMetadataStore(t *testing.T, tc Test, rep *Report, ops []history.Op) {
+	t.Helper()
+	samples := readSamples(t, filepath.Join(rep.Dir, MetadataFile))
+	if len(samples) == 0 {
+		t.Fatal("metadata.jsonl holds no sample")
+	}
+	finalRead := int64(-1)
+	for _, op := range ops {
+		if op.F == history.FAssign && op.Type == history.OK && op.Time > int64(tc.WarmUp+tc.TimeLimit) {
+			finalRead = op.Time
+			break
+		}
+	}
+	moved := false
+	for _, s := range samples {
+		if finalRead >= 0 && s.Time >= finalRead {
+			t.Errorf("sample at %d ns, after the final read began at %d ns", s.Time, finalRead)
+			break
+		}
+		for _, p := range s.Partitions {
+			moved = moved || p.LeaderEpoch > 0
+		}
+	}
+	if !moved {
+		t.Errorf("%d samples and no leader epoch above 0 under leader kills", len(samples))
+	}
+	b, err := os.ReadFile(filepath.Join(rep.Dir, ReportFile))
+	if err != nil || !bytes.Contains(b, []byte(`id="metadata-chart"`)) {
+		t.Errorf("report.html has no metadata chart (%v)", err)
+	}
 }
