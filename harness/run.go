@@ -45,6 +45,9 @@ type Test struct {
 	ProgressEvery time.Duration
 	// CheckTimeout is porcupine's budget per key.
 	CheckTimeout time.Duration
+	// MetadataInterval is how often the topic's metadata is sampled into
+	// metadata.jsonl: 0 is DefaultMetadataInterval, else 100ms..5s.
+	MetadataInterval time.Duration
 	// AfterBoot, if set, runs once the cluster is up, before the topic is
 	// created: e.g. a standing link delay that models a wider network. The
 	// heal phase removes network faults it set.
@@ -116,7 +119,7 @@ func (t *Test) Validate() error {
 	if err := t.Spec.Validate(); err != nil {
 		return err
 	}
-	return nil
+	return t.validateMetadata()
 }
 
 func (t *Test) defaults() {
@@ -253,6 +256,13 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		return rep, fmt.Errorf("setup: %w", err)
 	}
 
+	// Partition state is sampled from here through recovery.
+	mds, err := t.startMetadata(ctx, c, dir.path, epoch)
+	if err != nil {
+		rep.Notes = append(rep.Notes, err.Error())
+	}
+	defer mds.Stop()
+
 	wcfg := t.Workload
 	wcfg.Bootstrap, wcfg.Topic, wcfg.Partitions = bootstrap, t.Topic.Name, t.Topic.Partitions
 	wl, err := queue.New(wcfg, dir.hist, epoch)
@@ -312,6 +322,9 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		return interrupted(rep, stopWorkload, closeHist, teardown)
 	}
 
+	if err := mds.Stop(); err != nil {
+		rep.Notes = append(rep.Notes, "metadata sampler: "+err.Error())
+	}
 	pr.set("final-read")
 	frctx, cancel := context.WithTimeout(ctx, t.FinalReadTimeout)
 	if err := wl.FinalRead(frctx); err != nil {
@@ -363,7 +376,8 @@ func check(dir string, cfg *history.Config, keyTimeout time.Duration, faults str
 		return res, err
 	}
 	defer f.Close()
+	md, mdNote := reports.ReadRunMetadata(dir)
 	err = reports.WriteRun(f, reports.RunInput{Title: filepath.Base(filepath.Dir(dir)) + " " + filepath.Base(dir),
-		Config: cfg, Ops: ops, Result: &res, HistoryFile: HistoryFile, Runtime: faults})
+		Config: cfg, Ops: ops, Result: &res, HistoryFile: HistoryFile, Runtime: faults, Metadata: md, MetadataNote: mdNote})
 	return res, err
 }

@@ -71,6 +71,7 @@ func checkStore(t *testing.T, tc Test, rep *Report) {
 	if !finalAssign {
 		t.Error("no final-read assign after the fault phase")
 	}
+	checkMetadataStore(t, tc, rep, ops)
 	t.Logf("%s: %d ops, %d kills, valid %s, counts %v, notes %v", tc.Name, len(ops), kills, rep.Result.Valid, rep.Result.Counts, rep.Notes)
 }
 

@@ -198,7 +198,9 @@ func writeRunReport(runDir, title string, res *checker.Result) error {
 		return err
 	}
 	defer f.Close()
-	return reports.WriteRun(f, reports.RunInput{Title: title, Config: cfg, Ops: ops, Result: res, HistoryFile: "history.jsonl"})
+	md, mdNote := reports.ReadRunMetadata(runDir)
+	return reports.WriteRun(f, reports.RunInput{Title: title, Config: cfg, Ops: ops, Result: res, HistoryFile: "history.jsonl",
+		Metadata: md, MetadataNote: mdNote})
 }
 
 func tail(path string, n int) string {

@@ -30,7 +30,7 @@ var runTmpl = template.Must(template.New("run.html").Funcs(template.FuncMap{
 	"sec":   func(ns int64) string { return fmt.Sprintf("%.2f s", float64(ns)/1e9) },
 	"json":  func(v any) string { b, _ := json.Marshal(v); return string(b) },
 	"valid": func(v checker.Validity) string { return strings.Trim(v.String(), `"`) },
-}).ParseFS(templates, "templates/run.html"))
+}).ParseFS(templates, "templates/run.html", "templates/metadata.html"))
 
 // Limits on what one report draws, so a million-operation history still
 // renders in a browser: beyond them operations are sampled evenly and the
@@ -55,6 +55,10 @@ type RunInput struct {
 	// Runtime notes how faults were injected (real or emulated), one line
 	// per fault kind.
 	Runtime string
+	// Metadata are the partition-state samples of the run (ReadRunMetadata);
+	// MetadataNote says why there are none or what was wrong with the file.
+	Metadata     []history.MetadataSample
+	MetadataNote string
 }
 
 // WriteRun renders the per-run report.
@@ -157,6 +161,7 @@ type runView struct {
 	Runtime     []string
 	Keys        []keyView
 	Sends       int
+	Metadata    metadataView
 }
 
 type keyView struct {
@@ -189,6 +194,7 @@ func buildRun(in RunInput) (*runView, error) {
 	v.Timeline = timeline(ivs, bands, end)
 	v.Latency, v.Sends = latency(ivs, bands, end)
 	v.Throughput = throughput(ivs, bands, end)
+	v.Metadata = metadataChart(in.Metadata, bands, end, configMinISR(in.Config), in.MetadataNote)
 	focus := map[int64]bool{}
 	v.Examples = examples(in.Result, focus)
 	v.Excerpt = excerpt(in.Ops, focus)

@@ -42,6 +42,7 @@ type runOpts struct {
 	seed                                   int64
 	store                                  string
 	name                                   string
+	metadataInterval                       time.Duration
 }
 
 func (r *runOpts) register(fl *pflag.FlagSet) {
@@ -69,6 +70,7 @@ func (r *runOpts) register(fl *pflag.FlagSet) {
 	fl.Int64Var(&r.seed, "seed", 0, "seed of the nemesis schedule and the workload (default: random, printed)")
 	fl.StringVar(&r.store, "store", "store", "store directory: <store>/<name>/<timestamp>/")
 	fl.StringVar(&r.name, "name", "queue", "test name (store subdirectory)")
+	fl.DurationVar(&r.metadataInterval, "metadata-interval", harness.DefaultMetadataInterval, "how often the topic's leaders and ISR are sampled into metadata.jsonl (100ms..5s)")
 }
 
 func kindList() string {
@@ -221,7 +223,7 @@ Exit status (as gregor check):
 				Nemesis: harness.NemesisOptions{Kinds: kinds, Target: target, Interval: r.interval, Hold: r.hold, Shapes: shapes,
 					SlowDelay: r.slowDelay, SlowLoss: r.slowLoss},
 				WarmUp: r.warmUp, TimeLimit: r.timeLimit, RecoveryTimeout: r.recovery, FinalReadTimeout: r.finalRead,
-				Progress: errOut, LinkDelay: r.linkDelay,
+				Progress: errOut, LinkDelay: r.linkDelay, MetadataInterval: r.metadataInterval,
 			}
 			rep, err := harness.Run(ctx, test)
 			if rep != nil && rep.Dir != "" {
