@@ -28,6 +28,9 @@ type Options struct {
 	// ConfigNote overrides the result's note on where the configuration came
 	// from (the CLI names the file).
 	ConfigNote string
+	// Metadata are the run's metadata.jsonl samples, if any: the
+	// under-min-isr-ack check needs them (and is skipped without).
+	Metadata []history.MetadataSample
 }
 
 func (o *Options) defaults() {
@@ -68,6 +71,7 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 	checkWrites(ix, col)
 	checkOrder(ix, col)
 	checkGroups(ix, col)
+	checkMinISR(ix, col, cfg, opts.Metadata)
 	lin, warnings := ix.checkLinear(col, &opts)
 
 	res := Result{

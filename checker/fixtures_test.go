@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +19,21 @@ func readFixture(t *testing.T, name string) []history.Op {
 		t.Fatalf("%s: %v %v", name, err, warns)
 	}
 	return ops
+}
+
+// fixtureMetadata reads testdata/NAME.metadata.jsonl when it exists, with
+// the configuration its check needs (acks=all, min ISR 2, no faults, so
+// every anomaly is forbidden); else nil and no samples.
+func fixtureMetadata(t *testing.T, name string) (*history.Config, []history.MetadataSample) {
+	t.Helper()
+	md, warns, err := history.ReadMetadataFile(filepath.Join("testdata", name+".metadata.jsonl"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("%s metadata: %v %v", name, err, warns)
+	}
+	return &history.Config{Acks: "all", MinISR: 2, RF: 3}, md
 }
 
 // Each fixture holds exactly one anomaly; the checker must name it, and only
@@ -38,6 +55,7 @@ func TestFixturesNameExactlyTheirAnomaly(t *testing.T) {
 		{CommittedSkip, []int64{7}, "t/0"},
 		{Redelivered, []int64{6, 12}, "t/0"},
 		{Nonlinearizable, []int64{3, 5}, "t/0"},
+		{UnderMinISRAck, []int64{1}, "t/0"},
 	}
 	if len(cases) != len(AnomalyNames) {
 		t.Fatalf("%d fixtures for %d anomaly names", len(cases), len(AnomalyNames))
@@ -45,7 +63,8 @@ func TestFixturesNameExactlyTheirAnomaly(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.anomaly, func(t *testing.T) {
 			out := t.TempDir()
-			res, err := Check(readFixture(t, c.anomaly), nil, Options{OutDir: out})
+			cfg, md := fixtureMetadata(t, c.anomaly)
+			res, err := Check(readFixture(t, c.anomaly), cfg, Options{OutDir: out, Metadata: md})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +79,7 @@ func TestFixturesNameExactlyTheirAnomaly(t *testing.T) {
 				t.Fatalf("anomalies %v, want exactly one %s; result:\n%s", res.Counts, c.anomaly, res.JSON())
 			}
 			if _, ok := res.Forbidden[c.anomaly]; !ok {
-				t.Errorf("%s not forbidden without a configuration", c.anomaly)
+				t.Errorf("%s not forbidden (configuration %+v)", c.anomaly, cfg)
 			}
 			ex := res.Anomalies[c.anomaly][0]
 			var got []int64

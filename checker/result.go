@@ -24,7 +24,7 @@ const (
 
 // AnomalyNames lists every anomaly the checker knows, in table order.
 var AnomalyNames = []string{LostWrite, Unseen, Duplicate, InconsistentOffsets, NonmonotonicSend,
-	PollSkip, NonmonotonicPoll, G1a, CommittedSkip, Redelivered, Nonlinearizable}
+	PollSkip, NonmonotonicPoll, G1a, CommittedSkip, Redelivered, Nonlinearizable, UnderMinISRAck}
 
 // Validity is true, false or unknown; it marshals as true, false or "unknown".
 type Validity int8

@@ -156,6 +156,8 @@ func forbiddenReason(a string, cfg *history.Config, anyFault bool) string {
 		return "enable.idempotence=true: the broker drops a retried batch by its producer id and sequence (seed 002)"
 	case PollSkip, NonmonotonicPoll:
 		return "a consumer reads below the high watermark, which every ISR member holds; with clean election its position never has to move"
+	case UnderMinISRAck:
+		return "min.insync.replicas=" + strconv.Itoa(cfg.MinISR) + ": a leader must refuse acks=all (NOT_ENOUGH_REPLICAS) while its ISR is smaller; acknowledging anyway leaves a record with fewer copies than the setting promises (seed 003)"
 	case G1a:
 		return "a send that failed certainly did not happen; reading it is an aborted read in every configuration"
 	case CommittedSkip:

@@ -363,7 +363,8 @@ func check(dir string, cfg *history.Config, keyTimeout time.Duration, faults str
 	if err != nil {
 		return checker.Result{}, err
 	}
-	res, err := checker.Check(ops, cfg, checker.Options{OutDir: dir, KeyTimeout: keyTimeout, ConfigNote: "from " + ConfigFile})
+	md, mdNote := reports.ReadRunMetadata(dir)
+	res, err := checker.Check(ops, cfg, checker.Options{OutDir: dir, KeyTimeout: keyTimeout, ConfigNote: "from " + ConfigFile, Metadata: md})
 	if err != nil {
 		return checker.Result{}, err
 	}
@@ -376,7 +377,6 @@ func check(dir string, cfg *history.Config, keyTimeout time.Duration, faults str
 		return res, err
 	}
 	defer f.Close()
-	md, mdNote := reports.ReadRunMetadata(dir)
 	err = reports.WriteRun(f, reports.RunInput{Title: filepath.Base(filepath.Dir(dir)) + " " + filepath.Base(dir),
 		Config: cfg, Ops: ops, Result: &res, HistoryFile: HistoryFile, Runtime: faults, Metadata: md, MetadataNote: mdNote})
 	return res, err

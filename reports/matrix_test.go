@@ -104,3 +104,34 @@ func TestShardsMergeToUnsharded(t *testing.T) {
 		}
 	}
 }
+
+// TestValidationSectionInBrowser: gregor validate's section renders one row
+// per bug and per safe nemesis, the verdict, the choices, and escapes text.
+func TestValidationSectionInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	val := &Validation{Pass: false, SafeRuns: 20, Alarms: 0, TargetRate: "90%", Target: "0 false alarms",
+		Choices: []string{"--concurrency 16 <i>why</i>"},
+		Rows: []ValidationRow{
+			{Name: "ack-before-isr", Nemesis: "isolate-leader", Result: "detected 10/10 (100%)", Median: "3.2s", Pass: true, Reports: []string{"runs/a/report.html"}},
+			{Name: "truncate-to-hw", Nemesis: "kip101", Result: "detected 8/10 (80%)", Median: "9s", Why: "<script>alert(1)</script>"},
+			{Name: "safe (no bug)", Nemesis: "kill-leader", Result: "0/2 false alarms", Pass: true},
+		}}
+	if err := WriteMatrixValidation(dir, "gregor validate", sampleCells(), val); err != nil {
+		t.Fatal(err)
+	}
+	dom, shot := render(t, filepath.Join(dir, "index.html"))
+	if got := count(dom, `<tr class="vrow">`); got != 3 {
+		t.Fatalf("%d validation rows, want 3", got)
+	}
+	mustContain(t, dom, "BELOW TARGET", "detected 8/10 (80%)", "kip101", "&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;i&gt;why&lt;/i&gt;")
+	if strings.Contains(dom, "<script>alert(1)") {
+		t.Fatal("cluster text rendered as markup")
+	}
+	// The matrix of every run still follows.
+	if got := count(dom, `<tr><th><code>`); got != 3 {
+		t.Fatalf("%d matrix rows under the validation, want 3", got)
+	}
+	if n := colours(shot, color.RGBA{0xf7, 0xc9, 0xc9, 0xff}); n < 50 {
+		t.Fatalf("a bug below target is not shown in the failure colour (%d pixels)", n)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,8 +70,17 @@ Exit status:
 			if vizDir == "" {
 				vizDir = filepath.Dir(path)
 			}
+			// metadata.jsonl beside the history, when the run wrote one,
+			// feeds the under-min-isr-ack check.
+			md, mdWarnings, mdErr := history.ReadMetadataFile(filepath.Join(filepath.Dir(path), history.MetadataFile))
+			if mdErr != nil && !errors.Is(mdErr, fs.ErrNotExist) {
+				return &exitError{checkBadInput, fmt.Errorf("%s: %w (move it away to check without metadata)", history.MetadataFile, mdErr)}
+			}
+			for _, w := range mdWarnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gregor check: warning: %s: %s\n", history.MetadataFile, w)
+			}
 			res, err := checker.Check(ops, cfg, checker.Options{MaxExamples: maxExamples, KeyTimeout: keyTimeout,
-				Window: window, OutDir: vizDir, ConfigNote: note})
+				Window: window, OutDir: vizDir, ConfigNote: note, Metadata: md})
 			var ie *checker.InputError
 			if errors.As(err, &ie) {
 				line := 0

@@ -1,0 +1,145 @@
+package validate
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gregor/checker"
+	"gregor/reports"
+)
+
+// Every planted bug the broker carries has a probe, each probe plants
+// exactly its bug, and safe runs carry none and cover every nemesis.
+func TestPlanCells(t *testing.T) {
+	cells, err := Plan{Runs: 3, SafeRuns: 20, TimeLimit: 20 * time.Second, Seed: 5}.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bugs := map[string]int{}
+	safe := map[string]int{}
+	for _, c := range cells {
+		args := strings.Join(c.Args, " ")
+		if !strings.Contains(args, "--time-limit 20s") || !strings.Contains(args, "--dedicated-controllers") {
+			t.Fatalf("cell %s: %s", c.ID, args)
+		}
+		if b, ok := strings.CutPrefix(c.Label, "bug="); ok {
+			if strings.Count(args, "--bug ") != 1 || !strings.Contains(args, "--bug "+b) {
+				t.Fatalf("probe %s plants %s", b, args)
+			}
+			bugs[b]++
+			continue
+		}
+		if strings.Contains(args, "--bug") || c.Label != SafeLabel {
+			t.Fatalf("safe cell with a bug or another label: %s %s", c.Label, args)
+		}
+		if !strings.Contains(args, "--acks all") || !strings.Contains(args, "--min-isr 2") || !strings.Contains(args, "--unclean=false") {
+			t.Fatalf("safe cell is not the safe configuration: %s", args)
+		}
+		safe[c.Nemesis.Name]++
+	}
+	for _, b := range []string{"ack-before-isr", "hw-past-lagging-isr", "truncate-to-hw", "skip-min-isr", "elect-outside-isr"} {
+		if bugs[b] != 3 {
+			t.Errorf("bug %s: %d runs, want 3", b, bugs[b])
+		}
+	}
+	total := 0
+	for _, n := range SafeNemeses() {
+		if safe[n.Name] < 2 {
+			t.Errorf("safe runs under %s: %d, want 2 (20 over %d nemeses)", n.Name, safe[n.Name], len(SafeNemeses()))
+		}
+		total += safe[n.Name]
+	}
+	if total != 20 {
+		t.Errorf("%d safe runs, want 20", total)
+	}
+	if _, err := (Plan{Runs: 1, TimeLimit: time.Second, Bugs: []string{"no-such-bug"}}).Cells(); err == nil {
+		t.Fatal("an unknown bug was accepted")
+	}
+	if _, err := (Plan{TimeLimit: time.Second}).Cells(); err == nil {
+		t.Fatal("a plan with no runs was accepted")
+	}
+}
+
+// writeRun stores a run's results.json and history.jsonl: a first fault at
+// 2s and, when forbidden, a lost write whose evidence ends at 5s.
+func writeRun(t *testing.T, out, name string, forbidden bool) string {
+	t.Helper()
+	dir := filepath.Join(out, "runs", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := checker.Result{Valid: checker.ValidTrue, Anomalies: map[string][]checker.Example{}, Forbidden: map[string]string{}}
+	if forbidden {
+		res.Valid = checker.ValidFalse
+		res.Forbidden[checker.LostWrite] = "forbidden"
+		res.Anomalies[checker.LostWrite] = []checker.Example{{Ops: []checker.OpRef{{Time: 4e9}, {Time: 5e9}}}}
+	}
+	b, _ := json.Marshal(res)
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hist := `{"index":0,"time":1000000000,"process":0,"type":"invoke","f":"send","value":[["send","t/0",1]]}
+{"index":1,"time":2000000000,"process":"nemesis","type":"info","f":"kill","value":{"nodes":[1]}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "history.jsonl"), []byte(hist), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join("runs", name, "report.html")
+}
+
+// Detections, false alarms, inconclusive runs and the time to the first
+// forbidden anomaly are counted per row, and the targets decide the verdict.
+func TestSummarize(t *testing.T) {
+	out := t.TempDir()
+	var cells []reports.Cell
+	for i := range 10 {
+		c := reports.Cell{Config: BugLabel("ack-before-isr"), Nemesis: "isolate-leader", Seed: int64(i), Valid: "true"}
+		if i < 9 {
+			c.Valid, c.Forbidden = "false", []string{checker.LostWrite}
+		}
+		c.Report = writeRun(t, out, "a"+c.Nemesis+string(rune('0'+i)), c.Valid == "false")
+		cells = append(cells, c)
+	}
+	cells = append(cells,
+		reports.Cell{Config: BugLabel("truncate-to-hw"), Nemesis: "kip101", Valid: "false", Forbidden: []string{checker.InconsistentOffsets}},
+		reports.Cell{Config: BugLabel("truncate-to-hw"), Nemesis: "kip101", Valid: "crashed"},
+		reports.Cell{Config: SafeLabel, Nemesis: "kill-leader", Valid: "true"},
+		reports.Cell{Config: SafeLabel, Nemesis: "kill-leader", Valid: "unknown"},
+		reports.Cell{Config: SafeLabel, Nemesis: "pause-leader", Valid: "true"})
+	s := Summarize(out, cells, 20*time.Second)
+	if len(s.Bugs) != 2 || len(s.Safe) != 2 {
+		t.Fatalf("rows: %d bugs, %d safe", len(s.Bugs), len(s.Safe))
+	}
+	a, tr := s.Bugs[0], s.Bugs[1]
+	if a.Bug != "ack-before-isr" || a.Failed != 9 || a.Runs != 10 || !a.Pass() {
+		t.Fatalf("ack-before-isr row %+v", a)
+	}
+	if a.MedianFirst() != 3*time.Second {
+		t.Fatalf("median first %v, want 3s (evidence complete at 5s, first fault at 2s)", a.MedianFirst())
+	}
+	if tr.Failed != 1 || tr.Inconclusive != 1 || tr.Pass() {
+		t.Fatalf("truncate-to-hw row %+v: 1 of 2 is below 90%%", tr)
+	}
+	if s.SafeRuns != 3 || s.FalseAlarms != 0 || s.Safe[0].Inconclusive != 1 {
+		t.Fatalf("safe rows %+v", s.Safe)
+	}
+	if s.Pass() {
+		t.Fatal("a bug below target passed the validation")
+	}
+	cells = append(cells, reports.Cell{Config: SafeLabel, Nemesis: "pause-leader", Valid: "false", Forbidden: []string{checker.LostWrite}})
+	s = Summarize(out, cells, 20*time.Second)
+	if s.FalseAlarms != 1 || s.Safe[1].Pass() {
+		t.Fatalf("a safe run with a forbidden anomaly is not a false alarm: %+v", s.Safe)
+	}
+	var sb strings.Builder
+	s.WriteTable(&sb)
+	for _, want := range []string{"ack-before-isr", "9/10", "BELOW TARGET", "false alarms: 1 in 4 safe runs"} {
+		if !strings.Contains(sb.String(), want) {
+			t.Fatalf("table lacks %q:\n%s", want, sb.String())
+		}
+	}
+}
