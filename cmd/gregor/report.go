@@ -1,7 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -16,11 +21,20 @@ func reportCmd() *cobra.Command {
 	merge := &cobra.Command{
 		Use:   "merge --out DIR SHARD/results.json...",
 		Short: "Join the results of matrix shards into one report (index.html, results.json, junit.xml)",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Merge reads each shard's results.json and writes one index.html,
+results.json and junit.xml into --out, ordered exactly as an unsharded run.
+Each shard's runs/ folder (the runs' own reports and histories, beside its
+results.json) is copied into --out/runs so the index's links resolve.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			cells, err := reports.ReadResults(paths...)
 			if err != nil {
 				return &exitError{2, err}
+			}
+			for _, p := range paths {
+				if err := copyRuns(filepath.Join(filepath.Dir(p), "runs"), filepath.Join(out, "runs")); err != nil {
+					return fmt.Errorf("copying %s's runs: %w", p, err)
+				}
 			}
 			if err := reports.WriteMatrix(out, title, cells); err != nil {
 				return err
@@ -39,4 +53,55 @@ func reportCmd() *cobra.Command {
 	merge.Flags().StringVar(&title, "title", "gregor matrix", "report title")
 	cmd.AddCommand(merge)
 	return cmd
+}
+
+// copyRuns copies a shard's runs folder into dst (cell ids are unique across
+// shards, so nothing is overwritten). A missing src is fine: the shard may
+// have been moved without its runs. Copying a folder onto itself is a no-op.
+func copyRuns(src, dst string) error {
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	as, err1 := filepath.Abs(src)
+	ad, err2 := filepath.Abs(dst)
+	if err1 == nil && err2 == nil && as == ad {
+		return nil
+	}
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			os.Remove(target)
+			return os.Symlink(link, target)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		o, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(o, in); err != nil {
+			o.Close()
+			return err
+		}
+		return o.Close()
+	})
 }

@@ -124,6 +124,9 @@ func validateRun(o *clusterOpts, r *runOpts) ([]nemesis.Kind, nemesis.Target, []
 	if r.concurrency < 1 || r.consumers < 0 || r.concurrency+r.consumers > queue.MaxClients {
 		return nil, "", nil, fmt.Errorf("--concurrency %d and --consumers %d: give at least one producer and at most %d clients", r.concurrency, r.consumers, queue.MaxClients)
 	}
+	if r.linkDelay < 0 || r.linkDelay > harness.MaxLinkDelay {
+		return nil, "", nil, fmt.Errorf("--link-delay %v: give 0 to %v (a longer delay misses the session and lag timeouts)", r.linkDelay, harness.MaxLinkDelay)
+	}
 	if r.rate < 0 || r.rate > queue.MaxRate {
 		return nil, "", nil, fmt.Errorf("--rate %v: give 0 (unlimited) to %d", r.rate, queue.MaxRate)
 	}

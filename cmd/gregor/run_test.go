@@ -23,6 +23,9 @@ func TestRunRefusesImpossibleConfigs(t *testing.T) {
 		{[]string{"--nemesis-target", "leeder"}, "choose from random"},
 		{[]string{"--nemesis", "power-loss"}, "add --lazyfs"},
 		{[]string{"--acks", "2"}, "give 0, 1 or all"},
+		{[]string{"--partition-shapes", "isolate-leader,triangle"}, "choose from isolate-one"},
+		{[]string{"--link-delay", "2s"}, "give 0 to 500ms"},
+		{[]string{"--dedicated-controllers"}, "add --controllers 1"},
 	}
 	for _, c := range cases {
 		root := newRoot()
