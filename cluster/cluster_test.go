@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -382,4 +383,32 @@ func (tc *testCluster) rawProduceWith(topic string, acks int16, value string, ti
 		tc.t.Fatalf("raw produce: %v", err)
 	}
 	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// With dedicated controllers (Config.Quorum) brokers replicate the metadata
+// log as raft non-voters: the controller-only node is the active controller,
+// a broker can never take the role, and elections still work when a
+// broker dies.
+func TestDedicatedControllers(t *testing.T) {
+	tc := startClusterWith(t, 3, 1, func(c *Config) { c.Quorum = []int32{4} })
+	for id := 1; id <= 4; id++ {
+		if a := tc.brokers[id-1].q.ctrl.ActiveController(); a != 4 {
+			t.Fatalf("node %d sees active controller %d, want the dedicated controller 4", id, a)
+		}
+	}
+	if err := tc.brokers[3].q.ctrl.TransferLeadership(1); err == nil || !strings.Contains(err.Error(), "does not vote") {
+		t.Fatalf("moving the controller to broker 1, a non-voter: %v", err)
+	}
+	tc.createTopic("ded", 1, 3, nil)
+	old := tc.leader("ded", 0)
+	tc.kill(int(old))
+	tc.waitFor("a new leader without the old one", 15*time.Second, func() error {
+		if l := tc.leader("ded", 0); l < 0 || l == old {
+			return fmt.Errorf("leader %d (%+v)", l, tc.brokers[3].Image().Topics["ded"].Partitions[0])
+		}
+		return nil
+	})
+	if a := tc.any().q.ctrl.ActiveController(); a != 4 {
+		t.Fatalf("active controller %d after a broker died, want 4", a)
+	}
 }

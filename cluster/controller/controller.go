@@ -315,6 +315,11 @@ func (c *Controller) touch(id int32) {
 // must be called on the active controller.
 func (c *Controller) TransferLeadership(id int32) error {
 	for _, v := range c.cfg.Voters {
+		if v.ID == id && v.NonVoter {
+			// raft would accept the request, stall proposals until its
+			// election timeout, and leave the leadership where it was.
+			return fmt.Errorf("controller: node %d does not vote (dedicated controllers): it cannot lead", id)
+		}
 		if v.ID == id {
 			return c.raft.LeadershipTransferToServer(serverID(id), raft.ServerAddress(v.RaftAddr)).Error()
 		}
