@@ -30,6 +30,9 @@ type GroupFigures struct {
 	// Initial: what faults and membership changes cost.
 	RebalanceCount int   `json:"rebalance_count"`
 	TotalPause     int64 `json:"total_pause"`
+	// StaticRejoins counts consumers that took a static member's place in
+	// its generation, without a rebalance.
+	StaticRejoins int `json:"static_rejoins"`
 	// PeakLag is the highest processing lag after the first fault (all
 	// samples without faults).
 	PeakLag int64 `json:"peak_lag"`
@@ -270,6 +273,7 @@ func measureOwnership(f *GroupFigures, evs []grpEvent, firstFault int64) {
 	type genInfo struct {
 		first, last int64
 		procs       map[history.Process]bool
+		slots       map[int]history.Process
 	}
 	gens := map[int32]*genInfo{}
 	snapshots := []map[string]int{} // slot owners after each event
@@ -285,9 +289,17 @@ func measureOwnership(f *GroupFigures, evs []grpEvent, firstFault int64) {
 			if e.gen >= 0 {
 				gi := gens[e.gen]
 				if gi == nil {
-					gi = &genInfo{first: e.t, procs: map[history.Process]bool{}}
+					gi = &genInfo{first: e.t, procs: map[history.Process]bool{}, slots: map[int]history.Process{}}
 					gens[e.gen] = gi
 				}
+				if p, ok := gi.slots[e.slot]; ok && p != e.proc {
+					// A new process of a slot joined an existing
+					// generation: a static member replaced without a
+					// rebalance (KIP-345).
+					f.StaticRejoins++
+					break
+				}
+				gi.slots[e.slot] = e.proc
 				gi.last = max(gi.last, e.t)
 				gi.procs[e.proc] = true
 			}
@@ -364,8 +376,11 @@ func measureOwnership(f *GroupFigures, evs []grpEvent, firstFault int64) {
 	for i, g := range order {
 		gi := gens[g]
 		start := gi.first
+		// The rebalance began when a member of this generation stopped
+		// consuming for it; a leaving member's revoke is not that.
 		for _, e := range evs {
-			if e.t > prevEnd && e.t <= gi.last && (e.kind == history.RebalanceRevoked || e.kind == history.RebalanceLost) {
+			if e.t > prevEnd && e.t <= gi.last && gi.procs[e.proc] &&
+				(e.kind == history.RebalanceRevoked || e.kind == history.RebalanceLost) {
 				start = min(start, e.t)
 				break
 			}
