@@ -73,8 +73,11 @@ type RebalanceFigure struct {
 	LagBefore int64 `json:"lag_before"`
 	LagPeak   int64 `json:"lag_peak"`
 	// Initial: the group forming before the first fault (or the group's
-	// first generation when the test had no faults).
-	Initial bool `json:"initial"`
+	// first generation when the test had no faults). Shutdown: begun after
+	// the nemesis healed everything (the workload stopping). Neither counts
+	// in RebalanceCount and TotalPause.
+	Initial  bool `json:"initial"`
+	Shutdown bool `json:"shutdown,omitempty"`
 }
 
 // LagSample is [time, committed lag, processing lag]: summed over the
@@ -137,13 +140,16 @@ func groupFigures(ix *index) []GroupFigures {
 	var recs []procRec
 	commits := map[string]map[string][]timedOffset{} // group -> key -> commits
 	ends := map[string][]timedOffset{}               // key -> acknowledged end offsets
-	firstFault := int64(-1)
+	firstFault, healAll := int64(-1), int64(-1)
 	lastT := int64(0)
 	for ci := range ix.calls {
 		c := &ix.calls[ci]
 		if c.proc == history.Nemesis {
 			if firstFault < 0 && c.f != "heal-all" {
 				firstFault = c.endSeen
+			}
+			if c.f == "heal-all" && healAll < 0 {
+				healAll = c.endSeen
 			}
 			continue
 		}
@@ -223,7 +229,7 @@ func groupFigures(ix *index) []GroupFigures {
 			}
 		}
 		slices.SortStableFunc(mine, func(a, b procRec) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.call, b.call)) })
-		measureOwnership(&f, evs, firstFault)
+		measureOwnership(&f, evs, firstFault, healAll)
 		keySet := map[string]bool{}
 		for _, k := range f.Keys {
 			keySet[k] = true
@@ -255,7 +261,7 @@ func groupFigures(ix *index) []GroupFigures {
 // measureOwnership replays assignments, revokes and consumer ends to find
 // each generation's rebalance window and how long partitions went without
 // a live owner within it.
-func measureOwnership(f *GroupFigures, evs []grpEvent, firstFault int64) {
+func measureOwnership(f *GroupFigures, evs []grpEvent, firstFault, healAll int64) {
 	type ownerT struct {
 		proc history.Process
 		slot int
@@ -396,9 +402,10 @@ func measureOwnership(f *GroupFigures, evs []grpEvent, firstFault int64) {
 			}
 		}
 		initial := i == 0 || (firstFault >= 0 && start < firstFault)
+		shutdown := healAll >= 0 && start >= healAll
 		f.Rebalances = append(f.Rebalances, RebalanceFigure{Generation: g, Start: start, End: gi.last,
-			Pause: pause, UnownedTime: unowned, Members: len(gi.procs), Moved: moved, Initial: initial})
-		if !initial {
+			Pause: pause, UnownedTime: unowned, Members: len(gi.procs), Moved: moved, Initial: initial, Shutdown: shutdown})
+		if !initial && !shutdown {
 			f.RebalanceCount++
 			f.TotalPause += pause
 		}

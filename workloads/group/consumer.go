@@ -158,10 +158,15 @@ func (c *consumer) run(ctx context.Context) endReason {
 		for i, r := range batch {
 			// Mid-batch: at least one record and half the batch
 			// processed, at least one not.
-			if c.crashReq.Load() && len(batch) >= 2 && i >= len(batch)/2 {
+			if c.crashReq.Load() && i >= 1 && i >= len(batch)/2 {
 				return endCrash
 			}
 			c.process(r)
+		}
+		if c.crashReq.Load() {
+			// A batch of one: processed, not committed (seed 002: "处理完、
+			// 提交前进程崩溃").
+			return endCrash
 		}
 		if time.Since(began) > cfg.MaxPollInterval {
 			// The Java consumer left the group when max.poll.interval
