@@ -157,6 +157,7 @@ type runView struct {
 	Runtime     []string
 	Keys        []keyView
 	Sends       int
+	Groups      template.HTML // group.go
 }
 
 type keyView struct {
@@ -189,6 +190,11 @@ func buildRun(in RunInput) (*runView, error) {
 	v.Timeline = timeline(ivs, bands, end)
 	v.Latency, v.Sends = latency(ivs, bands, end)
 	v.Throughput = throughput(ivs, bands, end)
+	groups, err := groupSections(in.Result, bands, end)
+	if err != nil {
+		return nil, err
+	}
+	v.Groups = groups
 	focus := map[int64]bool{}
 	v.Examples = examples(in.Result, focus)
 	v.Excerpt = excerpt(in.Ops, focus)
