@@ -204,3 +204,43 @@ func TestTheoryGroupModes(t *testing.T) {
 		t.Errorf("retried failures with commit after processing: %+v", re[CommittedSkip])
 	}
 }
+
+// A static member restarted within its session takes its place in the same
+// generation (KIP-345): no rebalance, counted as a static rejoin; a
+// leaving member's revoke does not start the next rebalance.
+func TestGroupFiguresStaticRejoin(t *testing.T) {
+	var h groupHist
+	h.reb(0, 1, 0, history.RebalanceJoin, -1)
+	h.reb(0, 2, 1, history.RebalanceJoin, -1)
+	h.reb(10*ms, 1, 0, history.RebalanceAssigned, 1, "t/0")
+	h.reb(10*ms, 2, 1, history.RebalanceAssigned, 1, "t/1")
+	h.send(20*ms, "t/0", 0, 1)
+	h.process(30*ms, 1, "t/0", 0, 1)
+	h.add(history.Op{Time: 90 * ms, Process: history.Nemesis, Type: history.Info, F: "consumer-restart"})
+	h.reb(100*ms, 1, 0, history.RebalanceRevoked, 1, "t/0")
+	h.reb(101*ms, 1, 0, history.RebalanceLeave, -1)
+	h.reb(110*ms, 3, 0, history.RebalanceJoin, -1)
+	h.reb(150*ms, 3, 0, history.RebalanceAssigned, 1, "t/0")
+	// Later a real rebalance: it starts at p2's revoke, not p1's.
+	h.reb(500*ms, 2, 1, history.RebalanceRevoked, 1, "t/1")
+	h.reb(520*ms, 3, 0, history.RebalanceRevoked, 1, "t/0")
+	h.reb(600*ms, 2, 1, history.RebalanceAssigned, 2, "t/1")
+	h.reb(600*ms, 3, 0, history.RebalanceAssigned, 2, "t/0")
+	res, err := Check(h.ops, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res.Groups[0]
+	if g.StaticRejoins != 1 || len(g.Rebalances) != 2 {
+		t.Fatalf("static rejoins %d, rebalances %+v", g.StaticRejoins, g.Rebalances)
+	}
+	if r := g.Rebalances[0]; r.End != 10*ms {
+		t.Errorf("the static rejoin stretched generation 1 to %d", r.End)
+	}
+	if r := g.Rebalances[1]; r.Start != 500*ms || r.Pause != 80*ms || r.Moved != 0 || g.RebalanceCount != 1 {
+		t.Errorf("second rebalance %+v (count %d): want start 500ms, pause 80ms, nothing moved", r, g.RebalanceCount)
+	}
+	if len(g.Ends) != 1 || g.Ends[0].Kind != "leave" {
+		t.Errorf("ends %+v", g.Ends)
+	}
+}

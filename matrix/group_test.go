@@ -56,3 +56,23 @@ func TestGroupDimensions(t *testing.T) {
 		t.Fatalf("labels not distinct: %v", labels)
 	}
 }
+
+// Rows of groups.yaml are labelled by their group settings (the workload
+// comes from the defaults), one distinct label per configuration.
+func TestGroupsMatrixLabels(t *testing.T) {
+	s, err := Load("groups.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, _ := s.Cells()
+	labels := map[string]bool{}
+	for _, c := range cells {
+		if !strings.HasPrefix(c.Label, "workload=group commit=") {
+			t.Errorf("label %q", c.Label)
+		}
+		labels[c.Label] = true
+	}
+	if len(labels) != 6 {
+		t.Fatalf("%d distinct row labels, want 6: %v", len(labels), labels)
+	}
+}

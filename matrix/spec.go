@@ -180,7 +180,9 @@ func (d Dimensions) expand() []Settings {
 func (s Settings) Label() string {
 	var parts []string
 	add := func(k, v string) { parts = append(parts, k+"="+v) }
-	add("acks", s.Acks)
+	if s.Acks != "" || s.Workload == "" {
+		add("acks", s.Acks)
+	}
 	if s.MinISR != nil {
 		add("minisr", strconv.Itoa(*s.MinISR))
 	}
@@ -268,6 +270,9 @@ func (s *Spec) Cells() ([]Cell, error) {
 	}
 	var cells []Cell
 	for _, c := range configs {
+		if c.Workload == "" {
+			c.Workload = s.Defaults.Workload // the row label names a group workload set by default
+		}
 		if impossible(merge(s.Defaults, c)) != "" && len(s.Configs) == 0 {
 			continue // a cross product may name impossible combinations
 		}
