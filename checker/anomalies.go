@@ -135,7 +135,7 @@ func checkOrder(ix *index, col *collector) {
 			continue
 		}
 		switch c.f {
-		case history.FAssign, history.FSubscribe, history.FCrash:
+		case history.FAssign, history.FSubscribe, history.FCrash, history.FRebalance:
 			forget(c.proc)
 			continue
 		}

@@ -82,6 +82,7 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 		Expected:        Expect(cfg),
 		Linearizability: lin,
 		Availability:    availability(ix),
+		Groups:          groupFigures(ix),
 		Stats:           ix.stats,
 		Warnings:        warnings,
 	}

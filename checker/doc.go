@@ -26,9 +26,14 @@
 // Conventions the histories must follow (history's package comment has the
 // format): values are unique per key; a send failing with
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND is indeterminate whatever its type says;
-// an indeterminate poll, an assign or subscribe line (also one a group
-// consumer writes at a rebalance) and a crash reset the process's poll
-// position; invokes never completed are indeterminate.
+// an indeterminate poll, an assign, subscribe or rebalance line and a crash
+// reset the process's poll position; invokes never completed are
+// indeterminate. Commit, process and rebalance lines stand alone (no
+// invoke).
+//
+// Group figures (groupfig.go) measure each consumer group that wrote
+// rebalance or process lines: each rebalance's pause and lag spike, lag over
+// time, and the records each crashed or restarted consumer left to others.
 //
 // Expect (theory.go) maps a configuration to the anomalies it allows; the
 // result splits what was found into forbidden (valid false) and allowed

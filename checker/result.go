@@ -150,8 +150,10 @@ type Result struct {
 	UnknownReasons  []string                      `json:"unknown_reasons,omitempty"`
 	Linearizability map[string]KeyLinearizability `json:"linearizability"`
 	Availability    Availability                  `json:"availability"`
-	Stats           Stats                         `json:"stats"`
-	Warnings        []string                      `json:"warnings,omitempty"`
+	// Groups measures each consumer group (group workloads only).
+	Groups   []GroupFigures `json:"groups,omitempty"`
+	Stats    Stats          `json:"stats"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 // JSON renders the result indented, for the CLI.

@@ -41,8 +41,11 @@ import (
 //	poll-skip, nonmonotonic-poll    unclean=true and L; the power-loss rule above
 //	                                (records consumers read can vanish, positions reset)
 //	G1a                             never
-//	committed-skip                  (auto-commit or commit before processing) and any fault
-//	redelivered                     (auto-commit or commit after processing) and any fault
+//	committed-skip                  (auto-commit or commit before processing) and any fault;
+//	                                processing failures swallowed (failure rate > 0), even
+//	                                without faults
+//	redelivered                     (auto-commit, commit after processing or in onRevoked)
+//	                                and any fault (consumer crashes, restarts and joins count)
 //
 // Why the loss-derived anomalies follow loss: a lost acknowledged tail is
 // overwritten by the next records at the same offsets (inconsistent-offsets,
@@ -118,12 +121,18 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		}
 		allow(why, CommittedSkip)
 	}
+	if cfg.FailureRate > 0 && cfg.FailureHandling != "retry" {
+		allow("processing failures are swallowed: the consumer catches the error and moves on, so the next commit passes the failed record and it is never processed again: at-most-once (seed 002's incident)", CommittedSkip)
+	}
 	if (cfg.AutoCommit || cfg.CommitMode == "after-processing") && anyFault {
 		why := "commit after processing: a consumer that dies after processing but before committing makes the next owner re-read from the old committed offset: at-least-once, with duplicates (seeds 000 §5, 002)"
 		if cfg.AutoCommit && cfg.CommitMode != "after-processing" {
 			why = "enable.auto.commit=true: records processed since the last periodic commit are consumed again after a crash or rebalance (seed 000 §5.1)"
 		}
 		allow(why, Redelivered)
+	}
+	if cfg.CommitMode == "on-revoked" && anyFault {
+		allow("commit in onPartitionsRevoked only: a crashed consumer never revokes, so what it processed since its last rebalance is consumed again by the next owner: at-least-once (seed 000 §8)", Redelivered)
 	}
 	for _, a := range AnomalyNames {
 		if rs := reasons[a]; len(rs) > 0 {
@@ -161,7 +170,7 @@ func forbiddenReason(a string, cfg *history.Config, anyFault bool) string {
 	case G1a:
 		return "a send that failed certainly did not happen; reading it is an aborted read in every configuration"
 	case CommittedSkip:
-		return "offsets are committed only after processing (or not at all), so no committed offset passes an unprocessed record"
+		return "offsets are committed only after processing (or not at all) and failed records are retried, so no committed offset passes an unprocessed record"
 	case Redelivered:
 		return "no commit mode that re-delivers was configured"
 	}

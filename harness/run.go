@@ -15,6 +15,7 @@ import (
 	"gregor/history"
 	"gregor/nemesis"
 	"gregor/reports"
+	"gregor/workloads/group"
 	"gregor/workloads/queue"
 )
 
@@ -34,6 +35,10 @@ type Test struct {
 	Topic    TopicSpec
 	Workload queue.Config // Bootstrap and Topic are filled in by Run
 	Nemesis  NemesisOptions
+
+	// Group, if set, runs the group workload (workload.go): Workload
+	// configures its producers.
+	Group *group.Config
 
 	WarmUp    time.Duration // workload without faults before the first
 	TimeLimit time.Duration // the fault phase
@@ -119,7 +124,10 @@ func (t *Test) Validate() error {
 	if err := t.Spec.Validate(); err != nil {
 		return err
 	}
-	return t.validateMetadata()
+	if err := t.validateMetadata(); err != nil {
+		return err
+	}
+	return t.validateWorkload()
 }
 
 func (t *Test) defaults() {
@@ -177,7 +185,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		return nil, err
 	}
 	t.Config.Runtime = t.Runtime.Name()
-	t.Config.Workload = "queue"
+	t.Config.Workload = t.workloadName()
 	rep := &Report{Runtime: t.Runtime.Name(), Seed: t.Config.Seed, Schedule: sched}
 	epoch := time.Now()
 	dir, err := openRunDir(t.Store, t.Name, &t.Config, epoch)
@@ -265,7 +273,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 
 	wcfg := t.Workload
 	wcfg.Bootstrap, wcfg.Topic, wcfg.Partitions = bootstrap, t.Topic.Name, t.Topic.Partitions
-	wl, err := queue.New(wcfg, dir.hist, epoch)
+	wl, clients, err := t.newWorkload(wcfg, dir.hist, epoch)
 	if err != nil {
 		return rep, err
 	}
@@ -276,7 +284,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	defer topo.Close()
 	topo.ControllerOnly = voters
 	runner := &nemesis.Runner{Cluster: c, Topo: topo, History: dir.hist, Epoch: epoch, Target: t.Nemesis.Target,
-		Crash: wl.Crash, SlowDelay: t.Nemesis.SlowDelay, SlowLoss: t.Nemesis.SlowLoss}
+		Crash: wl.Crash, Clients: clients, SlowDelay: t.Nemesis.SlowDelay, SlowLoss: t.Nemesis.SlowLoss}
 	pr.ops = wl.Ops
 	pr.faults = func() (int, int) { return runner.Done(), runner.Active() }
 	stopProgress := make(chan struct{})

@@ -26,8 +26,21 @@ type Config struct {
 	MaxInFlight int  `json:"max_in_flight,omitempty"`
 	AutoCommit  bool `json:"auto_commit"` // enable.auto.commit of group consumers
 	// CommitMode of manual commits: "after-processing" (at-least-once),
-	// "before-processing" (at-most-once) or "" (no manual commits).
+	// "before-processing" (at-most-once), "on-revoked" (processed offsets
+	// committed only when partitions are revoked) or "" (no manual commits).
 	CommitMode string `json:"commit_mode,omitempty"`
+	// FailureRate is the probability that processing one record fails, and
+	// FailureHandling what the consumer does then: "swallow" (catch the
+	// error and go on, as in seed 002's incident) or "retry".
+	FailureRate     float64 `json:"failure_rate,omitempty"`
+	FailureHandling string  `json:"failure_handling,omitempty"`
+	// Group consumer settings, for the record and the report.
+	Assignor           string   `json:"assignor,omitempty"` // range, sticky, cooperative-sticky
+	Static             bool     `json:"static,omitempty"`   // group.instance.id set (KIP-345)
+	AutoCommitInterval Duration `json:"auto_commit_interval,omitempty"`
+	ProcessingTime     Duration `json:"processing_time,omitempty"` // per record
+	MaxPollRecords     int      `json:"max_poll_records,omitempty"`
+	MaxPollInterval    Duration `json:"max_poll_interval,omitempty"`
 	// Fsync policy of the brokers: "never" (Kafka's default, rely on
 	// replication), "always", or an interval like "1s".
 	Fsync  string `json:"fsync,omitempty"`
@@ -65,9 +78,17 @@ func (c *Config) Normalize() error {
 		return fmt.Errorf("config: acks %q: want \"0\", \"1\" or \"all\"", c.Acks)
 	}
 	switch c.CommitMode {
-	case "", "after-processing", "before-processing":
+	case "", "after-processing", "before-processing", "on-revoked":
 	default:
-		return fmt.Errorf("config: commit_mode %q: want after-processing or before-processing", c.CommitMode)
+		return fmt.Errorf("config: commit_mode %q: want after-processing, before-processing or on-revoked", c.CommitMode)
+	}
+	switch c.FailureHandling {
+	case "", "swallow", "retry":
+	default:
+		return fmt.Errorf("config: failure_handling %q: want swallow or retry", c.FailureHandling)
+	}
+	if c.FailureRate < 0 || c.FailureRate > 1 {
+		return fmt.Errorf("config: failure_rate %v: want a probability in [0, 1]", c.FailureRate)
 	}
 	if c.MinISR < 0 || c.RF < 0 || c.Partitions < 0 || c.Nodes < 0 || c.MaxInFlight < 0 {
 		return fmt.Errorf("config: negative count")

@@ -18,12 +18,16 @@
 //	commit              {key: offset} (Op.Offsets); the committed offset is the NEXT offset to
 //	                    consume, as in Kafka
 //	process             {key: [[offset, value]...]} (Op.Records): records the application finished
-//	                    processing; a single "ok" line, no invoke
+//	                    processing; a single "ok" line, no invoke ("fail": records whose
+//	                    processing failed, swallowed or given up)
+//	rebalance           a group consumer's membership event (Rebalance, in Op.Raw); no invoke
 //	anything else       free JSON kept verbatim (Op.Raw): nemesis verbs, crash
 //
-// Events without an invoke: "process" lines, and "assign"/"subscribe" lines a
-// group consumer writes at each rebalance with its new assignment (so the
-// checker knows its poll positions may jump), and nemesis operations.
+// Events without an invoke: "process" lines, "commit" lines a group consumer
+// writes when a commit is answered (the committed offsets; "ok" for the keys
+// the coordinator accepted), "rebalance" lines, "assign"/"subscribe" lines,
+// and nemesis operations. A rebalance or assign line tells the checker that
+// the process's poll positions may jump.
 package history
 
 import (

@@ -49,6 +49,8 @@ type Settings struct {
 	Bugs        []string `yaml:"bugs,omitempty"`
 	// Args are extra `gregor run` flags.
 	Args []string `yaml:"args,omitempty"`
+	// GroupSettings: the group workload (group.go).
+	GroupSettings `yaml:",inline"`
 }
 
 // Dimensions are lists whose cross product gives configurations.
@@ -59,6 +61,8 @@ type Dimensions struct {
 	Unclean     []bool   `yaml:"unclean"`
 	Idempotence []bool   `yaml:"idempotence"`
 	Fsync       []string `yaml:"fsync"`
+	// GroupDimensions: commit mode, auto-commit interval, assignor, static.
+	GroupDimensions `yaml:",inline"`
 }
 
 // Nemesis is a named nemesis set.
@@ -141,6 +145,7 @@ func merge(s, o Settings) Settings {
 		s.Bugs = o.Bugs
 	}
 	s.Args = append(append([]string(nil), s.Args...), o.Args...)
+	s.GroupSettings = mergeGroup(s.GroupSettings, o.GroupSettings)
 	return s
 }
 
@@ -166,7 +171,8 @@ func (d Dimensions) expand() []Settings {
 	cross(len(d.Unclean), func(s *Settings, i int) { v := d.Unclean[i]; s.Unclean = &v })
 	cross(len(d.Idempotence), func(s *Settings, i int) { v := d.Idempotence[i]; s.Idempotence = &v })
 	cross(len(d.Fsync), func(s *Settings, i int) { s.Fsync = d.Fsync[i] })
-	if len(out) == 1 && len(d.Acks)+len(d.MinISR)+len(d.RF)+len(d.Unclean)+len(d.Idempotence)+len(d.Fsync) == 0 {
+	out = d.GroupDimensions.expand(out)
+	if len(out) == 1 && len(d.Acks)+len(d.MinISR)+len(d.RF)+len(d.Unclean)+len(d.Idempotence)+len(d.Fsync)+d.GroupDimensions.size() == 0 {
 		return nil
 	}
 	return out
@@ -176,7 +182,9 @@ func (d Dimensions) expand() []Settings {
 func (s Settings) Label() string {
 	var parts []string
 	add := func(k, v string) { parts = append(parts, k+"="+v) }
-	add("acks", s.Acks)
+	if s.Acks != "" || s.Workload == "" {
+		add("acks", s.Acks)
+	}
 	if s.MinISR != nil {
 		add("minisr", strconv.Itoa(*s.MinISR))
 	}
@@ -198,6 +206,7 @@ func (s Settings) Label() string {
 	if len(s.Bugs) > 0 {
 		add("bugs", strings.Join(s.Bugs, ","))
 	}
+	s.GroupSettings.label(add)
 	return strings.Join(parts, " ")
 }
 
@@ -237,6 +246,7 @@ func (s Settings) args() []string {
 	for _, b := range s.Bugs {
 		a = append(a, "--bug", b)
 	}
+	a = append(a, s.GroupSettings.args()...)
 	return append(a, s.Args...)
 }
 
@@ -262,6 +272,9 @@ func (s *Spec) Cells() ([]Cell, error) {
 	}
 	var cells []Cell
 	for _, c := range configs {
+		if c.Workload == "" {
+			c.Workload = s.Defaults.Workload // the row label names a group workload set by default
+		}
 		if impossible(merge(s.Defaults, c)) != "" && len(s.Configs) == 0 {
 			continue // a cross product may name impossible combinations
 		}

@@ -22,11 +22,25 @@ const (
 	Slow        Kind = "slow"         // delay / loss on a node's links
 	PowerLoss   Kind = "power-loss"   // kill on a --lazyfs cluster: unsynced writes are lost
 	ClientCrash Kind = "client-crash" // tear down a workload client mid-operation
+	// ConsumerRestart restarts every group consumer in turn, cleanly (a
+	// rolling restart); ConsumerJoin adds one consumer to the group (seed
+	// 000's experiment B). Group workload only.
+	ConsumerRestart Kind = "consumer-restart"
+	ConsumerJoin    Kind = "consumer-join"
 	// StrandLeader and KIP101 are scenario faults (scenario.go).
 )
 
 // Kinds lists every kind, in the order --help shows them.
-var Kinds = []Kind{Kill, Stop, Pause, Partition, Slow, PowerLoss, ClientCrash, StrandLeader, KIP101}
+var Kinds = []Kind{Kill, Stop, Pause, Partition, Slow, PowerLoss, ClientCrash, ConsumerRestart, ConsumerJoin, StrandLeader, KIP101}
+
+// IsClientKind reports whether k acts on workload clients, not nodes: such
+// a step has no hold and no undo.
+func IsClientKind(k Kind) bool {
+	return k == ClientCrash || k == ConsumerRestart || k == ConsumerJoin
+}
+
+// GroupOnly reports whether k needs the group workload.
+func GroupOnly(k Kind) bool { return k == ConsumerRestart || k == ConsumerJoin }
 
 // ParseKinds parses --nemesis values ("kill,pause" arrives split by cobra).
 // "none" or nothing yields no kinds. Duplicates are dropped.

@@ -97,7 +97,7 @@ func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, erro
 		}
 		return shuffled[:1]
 	}
-	if s.Kind == ClientCrash {
+	if IsClientKind(s.Kind) {
 		return a, nil // hits a client, not a node
 	}
 	if isScenario(s.Kind) {

@@ -26,6 +26,9 @@ type Runner struct {
 	// crash before calling tearDown. ok is false when no client runs.
 	// Needed for ClientCrash steps.
 	Crash func() (process int, tearDown func(), ok bool)
+	// Clients runs a ConsumerRestart or ConsumerJoin step on the workload
+	// and returns the processes it started. Needed for those steps.
+	Clients func(ctx context.Context, k Kind) (processes []int, err error)
 	// SlowDelay, SlowJitter and SlowLoss are a Slow fault's link impairment.
 	// Invariant for a slow fault to shrink the ISR: SlowDelay (or the loss's
 	// retransmission delay) exceeds replica.lag.time.max.ms.
@@ -89,6 +92,9 @@ type opValue struct {
 	Process *int `json:"process,omitempty"`
 	// Phase names a scenario fault's phase (see StrandLeader, KIP101).
 	Phase string `json:"phase,omitempty"`
+	// Processes are the consumers a consumer-restart or consumer-join
+	// started.
+	Processes []int `json:"processes,omitempty"`
 }
 
 func (r *Runner) write(verb string, v opValue, err error) {
@@ -106,7 +112,7 @@ func (r *Runner) write(verb string, v opValue, err error) {
 func (r *Runner) step(ctx context.Context, i int, st Step) {
 	a, err := Resolve(ctx, st, r.Target, r.Topo)
 	v := opValue{Action: a, Step: &i, Target: r.Target, Shape: st.Shape, Hold: st.Hold.String()}
-	if st.Kind == ClientCrash {
+	if IsClientKind(st.Kind) {
 		v.Target = ""
 	}
 	if err != nil {
@@ -131,6 +137,21 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 		} else {
 			r.write(string(st.Kind), v, errors.New("no client running"))
 		}
+		return
+	}
+	if GroupOnly(st.Kind) {
+		if r.Clients == nil {
+			r.write(string(st.Kind), v, errors.New("the workload has no group consumers (use --workload group)"))
+			return
+		}
+		// Recorded when it begins, with the processes once it is done: a
+		// rolling restart takes a while, and the rebalances it causes
+		// follow its start.
+		r.done.Add(1)
+		r.write(string(st.Kind), v, nil)
+		procs, err := r.Clients(ctx, st.Kind)
+		v.Processes = procs
+		r.write("end-"+string(st.Kind), v, err)
 		return
 	}
 	r.active.Add(1)
@@ -246,7 +267,7 @@ func Describe(ctx context.Context, sched Schedule, t Target, topo Topology) ([]h
 		raw, _ := json.Marshal(v)
 		ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(st.At), Process: history.Nemesis,
 			Type: history.Info, F: string(st.Kind), Raw: raw})
-		if st.Kind != ClientCrash {
+		if !IsClientKind(st.Kind) {
 			ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(st.At + st.Hold), Process: history.Nemesis,
 				Type: history.Info, F: undoVerb(st.Kind), Raw: raw})
 		}

@@ -39,12 +39,14 @@ type Cell struct {
 	Report string `json:"report,omitempty"`
 	// Log is the tail of a crashed run's output.
 	Log string `json:"log,omitempty"`
+	// Group sums the consumer-group figures of a group-workload run.
+	Group *GroupCell `json:"group,omitempty"`
 }
 
 // CellFrom summarises a checker result as a cell.
 func CellFrom(config, nemesis string, seed int64, res *checker.Result, report string) Cell {
 	c := Cell{Config: config, Nemesis: nemesis, Seed: seed, Valid: strings.Trim(res.Valid.String(), `"`),
-		Counts: res.Counts, LostAcks: res.Stats.LostAcks, WriteAvailability: res.Availability.OKShare, Report: report}
+		Counts: res.Counts, LostAcks: res.Stats.LostAcks, WriteAvailability: res.Availability.OKShare, Report: report, Group: groupCell(res)}
 	for a := range res.Forbidden {
 		c.Forbidden = append(c.Forbidden, a)
 	}
@@ -177,6 +179,7 @@ type matrixCellView struct {
 	Class              string
 	Runs               []Cell
 	Findings           string
+	Group              *GroupCell // summed over the runs (matrix_group.go)
 }
 
 type matrixRow struct {
@@ -231,6 +234,7 @@ func writeIndex(w io.Writer, title string, cells []Cell, val *Validation) error 
 		mc.Unseen += c.Counts[checker.Unseen]
 		mc.Dups += c.Counts[checker.Duplicate]
 		mc.Avail += c.WriteAvailability
+		mc.Group = mc.Group.add(c.Group)
 		switch {
 		case c.Valid == "crashed":
 			mc.Class = "crashed"

@@ -162,6 +162,7 @@ type runView struct {
 	Keys        []keyView
 	Sends       int
 	Metadata    metadataView
+	Groups      template.HTML // group.go
 }
 
 type keyView struct {
@@ -195,6 +196,11 @@ func buildRun(in RunInput) (*runView, error) {
 	v.Latency, v.Sends = latency(ivs, bands, end)
 	v.Throughput = throughput(ivs, bands, end)
 	v.Metadata = metadataChart(in.Metadata, bands, end, configMinISR(in.Config), in.MetadataNote)
+	groups, err := groupSections(in.Result, bands, end)
+	if err != nil {
+		return nil, err
+	}
+	v.Groups = groups
 	focus := map[int64]bool{}
 	v.Examples = examples(in.Result, focus)
 	v.Excerpt = excerpt(in.Ops, focus)

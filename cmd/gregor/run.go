@@ -153,6 +153,7 @@ func validateRun(o *clusterOpts, r *runOpts) ([]nemesis.Kind, nemesis.Target, []
 func runCmd() *cobra.Command {
 	o := clusterOpts{}
 	r := runOpts{}
+	g := groupOpts{}
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run a test: boot a cluster, drive the queue workload under faults, check the history",
@@ -170,7 +171,18 @@ Faults (--nemesis, comma-separated): kill, stop, pause, partition (a shape is
 drawn per fault: isolate-one, isolate-leader, halves, majorities-ring, bridge),
 slow (--slow-delay / --slow-loss), power-loss (needs --lazyfs: kill loses
 unsynced writes; --nemesis-target all cuts power to every broker),
-client-crash (tears down a workload client mid-operation).
+client-crash (tears down a workload client mid-operation; with --workload
+group a consumer crashes mid-batch and a fresh one joins in its place),
+consumer-restart (rolling restart of the group's consumers), consumer-join
+(one more consumer joins the group); the last two need --workload group.
+
+--workload group: the producers, and --consumers franz-go consumers in one
+group that process each record (--processing-time, --failure-rate,
+--failure-handling swallow|retry), commit (--commit-mode auto|before|after|
+on-revoked, --auto-commit-interval), with --assignor range|sticky|
+cooperative-sticky, --static membership, --max-poll-records and
+--max-poll-interval. The checker adds committed-skip, redelivered and group
+figures (rebalance pauses, lag) to results.json and the report.
 --nemesis-target: random, leader (of a drawn partition), controller (the
 ControllerID Metadata reports: a live broker, not necessarily the active raft
 leader), minority, majority, all. With brokers in combined mode, a majority
@@ -189,6 +201,9 @@ Exit status (as gregor check):
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			kinds, target, shapes, err := validateRun(&o, &r)
+			if err == nil {
+				err = g.validate(cmd.Flags(), &r, kinds)
+			}
 			if err != nil {
 				return &exitError{checkBadInput, err}
 			}
@@ -228,6 +243,7 @@ Exit status (as gregor check):
 				WarmUp: r.warmUp, TimeLimit: r.timeLimit, RecoveryTimeout: r.recovery, FinalReadTimeout: r.finalRead,
 				Progress: errOut, LinkDelay: r.linkDelay, MetadataInterval: r.metadataInterval,
 			}
+			g.apply(cmd.Flags(), &r, &test)
 			rep, err := harness.Run(ctx, test)
 			if rep != nil && rep.Dir != "" {
 				fmt.Fprintf(errOut, "gregor run: stored in %s\n", rep.Dir)
@@ -246,6 +262,7 @@ Exit status (as gregor check):
 	}
 	o.register(cmd)
 	r.register(cmd.Flags())
+	g.register(cmd.Flags())
 	fl := cmd.Flags()
 	setDefault(fl, "nodes", "3")
 	setDefault(fl, "session-timeout", "3s")

@@ -63,6 +63,10 @@ func (w *Workload) write(op history.Op) {
 
 func (w *Workload) newProc() int { return int(w.nextProc.Add(1) - 1) }
 
+// NewProcess hands out a process id that no client of w uses, for a
+// workload that runs its own clients beside w's producers (workloads/group).
+func (w *Workload) NewProcess() int { return w.newProc() }
+
 func (w *Workload) register(c *client) {
 	w.mu.Lock()
 	w.live[c.proc] = c

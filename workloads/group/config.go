@@ -1,0 +1,182 @@
+// Package group is the group workload (issue 8, seeds 000 and 002): the
+// queue workload's producers, and franz-go consumers in one consumer group
+// (subscribe) that "process" every record they poll for a configurable
+// time, fail with a configurable probability, handle failures by
+// swallowing or retrying them, and commit offsets in one of four modes. It
+// writes, besides polls, the history events the checker's committed-skip
+// and redelivered analyses and group figures read: process (a record the
+// application finished, or failed), commit (offsets the coordinator
+// accepted) and rebalance (join, assigned, revoked, lost, leave, with the
+// group generation).
+package group
+
+import (
+	"fmt"
+	"time"
+
+	"gregor/workloads/queue"
+)
+
+// Commit modes (Config.CommitMode).
+const (
+	// CommitAuto is enable.auto.commit=true: every AutoCommitInterval the
+	// client commits the position after the last record poll() returned,
+	// whether or not the application has processed it (seed 002's incident:
+	// "提交的是「当前位点」... 先于应用处理"), and on revoke.
+	CommitAuto = "auto"
+	// CommitBefore commits the batch's end right after poll, then processes
+	// (at-most-once).
+	CommitBefore = "before"
+	// CommitAfter processes the whole batch, then commits its end
+	// (at-least-once).
+	CommitAfter = "after"
+	// CommitOnRevoked commits the processed positions only in
+	// onPartitionsRevoked (seed 000 §8) and at a clean close.
+	CommitOnRevoked = "on-revoked"
+)
+
+// Failure handling (Config.FailureHandling).
+const (
+	Swallow = "swallow" // catch the error, log it, go on (the incident)
+	Retry   = "retry"   // process the record again, up to MaxAttempts
+)
+
+// Assignors (Config.Assignor).
+const (
+	Range              = "range"
+	Sticky             = "sticky"
+	CooperativeSticky  = "cooperative-sticky"
+	DefaultGroup       = "gregor-group"
+	MaxConsumers       = 64
+	MaxAttemptsDefault = 50
+	// MaxIncarnations bounds the consumers one slot starts (restarts,
+	// crash replacements, poll-interval expiries).
+	MaxIncarnations = 1000
+)
+
+// Config is a group workload's configuration.
+type Config struct {
+	// Queue configures the producers (and carries Bootstrap, Topic,
+	// Partitions, Seed); its Consumers must be 0: the group's consumers
+	// take their place.
+	Queue queue.Config
+	// Group is the group.id.
+	Group string
+	// Consumers is how many consumers start in the group (experiment B adds
+	// more with Join).
+	Consumers int
+	// ProcessingTime is how long processing one record takes.
+	ProcessingTime time.Duration
+	// FailureRate is the probability that one processing attempt fails.
+	FailureRate float64
+	// FailureHandling is Swallow or Retry.
+	FailureHandling string
+	// MaxAttempts bounds Retry's attempts per record; a record that fails
+	// them all is given up (recorded as failed, like a swallowed one).
+	MaxAttempts int
+	// CommitMode is CommitAuto, CommitBefore, CommitAfter or CommitOnRevoked.
+	CommitMode string
+	// AutoCommitInterval is auto.commit.interval.ms (Kafka: 5s).
+	AutoCommitInterval time.Duration
+	// Assignor is Range, Sticky or CooperativeSticky.
+	Assignor string
+	// Static gives each consumer slot a group.instance.id (KIP-345) that
+	// its restarts and crash replacements keep.
+	Static bool
+	// MaxPollRecords bounds one poll's batch (max.poll.records).
+	MaxPollRecords int
+	// MaxPollInterval is max.poll.interval.ms: the rebalance timeout the
+	// consumer joins with, and, as the Java consumer does, a consumer whose
+	// batch took longer leaves the group without committing that batch and
+	// rejoins as a new member (a new process of the same slot).
+	MaxPollInterval time.Duration
+	// SessionTimeout is the consumers' session.timeout.ms.
+	SessionTimeout time.Duration
+	// CrashWait bounds how long a requested crash waits for a batch to
+	// crash in the middle of; after it the consumer crashes between polls.
+	CrashWait time.Duration
+	// RestartSettle bounds, in a rolling restart, the wait for a restarted
+	// consumer to be assigned before the next one restarts.
+	RestartSettle time.Duration
+}
+
+// Validate checks c and fills defaults; each error names the fix.
+func (c *Config) Validate() error {
+	if c.Queue.Consumers != 0 {
+		return fmt.Errorf("group: the producers' config asks for %d queue consumers; the group workload's consumers replace them (set Consumers on the group config)", c.Queue.Consumers)
+	}
+	if err := c.Queue.Validate(); err != nil {
+		return err
+	}
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.Consumers < 1 || c.Consumers > MaxConsumers {
+		return fmt.Errorf("group: %d consumers: give 1..%d", c.Consumers, MaxConsumers)
+	}
+	if c.ProcessingTime < 0 || c.ProcessingTime > time.Minute {
+		return fmt.Errorf("group: processing time %v: give 0..1m per record", c.ProcessingTime)
+	}
+	if c.FailureRate < 0 || c.FailureRate >= 1 {
+		return fmt.Errorf("group: failure rate %v: give a probability in [0, 1)", c.FailureRate)
+	}
+	switch c.FailureHandling {
+	case "":
+		c.FailureHandling = Swallow
+	case Swallow, Retry:
+	default:
+		return fmt.Errorf("group: failure handling %q: give swallow or retry", c.FailureHandling)
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = MaxAttemptsDefault
+	}
+	switch c.CommitMode {
+	case "":
+		c.CommitMode = CommitAuto
+	case CommitAuto, CommitBefore, CommitAfter, CommitOnRevoked:
+	default:
+		return fmt.Errorf("group: commit mode %q: give auto, before, after or on-revoked", c.CommitMode)
+	}
+	if c.AutoCommitInterval <= 0 {
+		c.AutoCommitInterval = 5 * time.Second
+	}
+	switch c.Assignor {
+	case "":
+		c.Assignor = Range
+	case Range, Sticky, CooperativeSticky:
+	default:
+		return fmt.Errorf("group: assignor %q: give range, sticky or cooperative-sticky", c.Assignor)
+	}
+	if c.MaxPollRecords <= 0 {
+		c.MaxPollRecords = 50 // seed 002's post-incident setting
+	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = 6 * time.Second // Kafka's group.min.session.timeout.ms
+	}
+	if c.MaxPollInterval <= 0 {
+		c.MaxPollInterval = 30 * time.Second
+	}
+	if c.CrashWait <= 0 {
+		c.CrashWait = 2 * time.Second
+	}
+	if c.RestartSettle <= 0 {
+		c.RestartSettle = 2*c.SessionTimeout + 5*time.Second
+	}
+	return nil
+}
+
+// HistoryMode maps CommitMode to history.Config's AutoCommit and
+// CommitMode, which the checker's theory reads.
+func (c *Config) HistoryMode() (autoCommit bool, commitMode string) {
+	switch c.CommitMode {
+	case CommitAuto:
+		return true, ""
+	case CommitBefore:
+		return false, "before-processing"
+	case CommitAfter:
+		return false, "after-processing"
+	case CommitOnRevoked:
+		return false, "on-revoked"
+	}
+	return false, ""
+}
