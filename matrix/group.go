@@ -55,20 +55,7 @@ func mergeGroup(s, o GroupSettings) GroupSettings {
 
 // expandGroup crosses configurations out with the group dimensions.
 func (d GroupDimensions) expand(out []Settings) []Settings {
-	cross := func(n int, set func(s *Settings, i int)) {
-		if n == 0 {
-			return
-		}
-		var next []Settings
-		for _, s := range out {
-			for i := 0; i < n; i++ {
-				c := s
-				set(&c, i)
-				next = append(next, c)
-			}
-		}
-		out = next
-	}
+	cross := func(n int, set func(s *Settings, i int)) { out = crossSettings(out, n, set) }
 	cross(len(d.CommitMode), func(s *Settings, i int) { s.Workload, s.CommitMode = "group", d.CommitMode[i] })
 	cross(len(d.AutoCommitInterval), func(s *Settings, i int) { s.Workload, s.AutoCommitInterval = "group", d.AutoCommitInterval[i] })
 	cross(len(d.Assignor), func(s *Settings, i int) { s.Workload, s.Assignor = "group", d.Assignor[i] })

@@ -149,22 +149,26 @@ func merge(s, o Settings) Settings {
 	return s
 }
 
+// crossSettings multiplies out by n values of one dimension (set applies
+// value i); n = 0 leaves out as it is (the dimension is not crossed).
+func crossSettings(out []Settings, n int, set func(s *Settings, i int)) []Settings {
+	if n == 0 {
+		return out
+	}
+	next := make([]Settings, 0, len(out)*n)
+	for _, s := range out {
+		for i := range n {
+			c := s
+			set(&c, i)
+			next = append(next, c)
+		}
+	}
+	return next
+}
+
 func (d Dimensions) expand() []Settings {
 	out := []Settings{{}}
-	cross := func(n int, set func(s *Settings, i int)) {
-		if n == 0 {
-			return
-		}
-		var next []Settings
-		for _, s := range out {
-			for i := 0; i < n; i++ {
-				c := s
-				set(&c, i)
-				next = append(next, c)
-			}
-		}
-		out = next
-	}
+	cross := func(n int, set func(s *Settings, i int)) { out = crossSettings(out, n, set) }
 	cross(len(d.Acks), func(s *Settings, i int) { s.Acks = d.Acks[i] })
 	cross(len(d.MinISR), func(s *Settings, i int) { v := d.MinISR[i]; s.MinISR = &v })
 	cross(len(d.RF), func(s *Settings, i int) { v := d.RF[i]; s.RF = &v })
