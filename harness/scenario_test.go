@@ -112,7 +112,7 @@ func TestScenarioStrandLeader(t *testing.T) {
 // happened.
 func TestScenarioKIP101(t *testing.T) {
 	order, nodes, leader := runScenario(t, nemesis.KIP101, 2, "--replica-lag-max", "20s")
-	want := fmt.Sprint([]string{"slow-follower", "cut-follower", "kill-leader", "kill-next", "heal-links", "elected", "end"})
+	want := fmt.Sprint([]string{"slow-leader", "cut-follower", "kill-leader", "kill-next", "heal-links", "elected", "end"})
 	if fmt.Sprint(order) != want {
 		t.Fatalf("phases %v, want %s", order, want)
 	}

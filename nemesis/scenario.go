@@ -25,8 +25,8 @@ const (
 	// correct leader refuses them (NOT_ENOUGH_REPLICAS).
 	StrandLeader Kind = "strand-leader"
 	// KIP101 is the two-failure data-loss scenario of KIP-101: leader A,
-	// followers X then Y (replica order). Y's links are slowed, then Y is
-	// cut off from the other
+	// followers X then Y (replica order). The leader's links are slowed,
+	// then Y is cut off from the other
 	// brokers (not from the controller) while writes flow, so it holds
 	// acknowledged records above its own, lagging, high watermark. A is
 	// killed and X elected; Y starts following X's epoch and must keep its
@@ -38,9 +38,9 @@ const (
 	KIP101 Kind = "kip101"
 )
 
-// kip101Lag is the link delay KIP101 puts on Y before cutting it off:
-// well under replica.lag.time.max.ms and the session timeout, so Y stays
-// in the ISR and registered.
+// kip101Lag is the link delay KIP101 puts on the leader before cutting Y
+// off: well under replica.lag.time.max.ms and the session timeout, so
+// nobody leaves the ISR or loses its session over it.
 const kip101Lag = 150 * time.Millisecond
 
 // isScenario reports whether k is a scenario fault.
@@ -168,10 +168,13 @@ func (r *Runner) scenario(ctx context.Context, st Step, v opValue) {
 		hold(st.Hold)
 	case KIP101:
 		x, y := followers[0], followers[1]
-		// A follower learns the HW one fetch after it has the records, so
-		// at full speed Y's HW trails its log by a record or two: a delay
-		// on Y's links first widens that window to ~2*kip101Lag of writes.
-		if !phase("slow-follower", []int32{y}, nil, c.Slow(ctx, y, kip101Lag, 0, 0)) || !hold(time.Second) {
+		// A follower learns the new HW from the response to the fetch
+		// that advanced it, so at full speed Y's HW trails the records it
+		// holds by one round trip, a record or two. A delay on the leader's
+		// links (egress: its fetch responses) keeps every response carrying
+		// a new HW in flight for kip101Lag: a cut then almost always finds
+		// Y holding acknowledged records above its own HW.
+		if !phase("slow-leader", []int32{leader}, nil, c.Slow(ctx, leader, kip101Lag, 0, 0)) || !hold(time.Second) {
 			return
 		}
 		groups := [][]int32{{y}, sorted([]int32{leader, x})}
