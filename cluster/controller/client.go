@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -66,7 +67,7 @@ func (cl *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 			next++
 		}
 		if target >= 0 {
-			resp, err := cl.Transport.Roundtrip(ctx, target, req)
+			resp, err := cl.attempt(ctx, target, badHint, req)
 			switch {
 			case err == nil && !notController(resp):
 				return resp, nil
@@ -77,6 +78,9 @@ func (cl *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 			}
 			if hinted {
 				badHint = target
+			}
+			if errors.Is(err, errLeaderMoved) {
+				continue // Active names the new controller: no backoff
 			}
 		}
 		t := time.NewTimer(backoff)
@@ -89,6 +93,57 @@ func (cl *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 		backoff = min(2*backoff, maxBackoff)
 	}
 	return nil, lastErr
+}
+
+// leaderPoll is how often an attempt in flight checks whether Active has
+// moved on; a tick costs one Active call, and attempts are few (heartbeats,
+// ISR changes, topic changes).
+const leaderPoll = 25 * time.Millisecond
+
+// errLeaderMoved cancels an attempt whose target is no longer the node
+// Active names.
+var errLeaderMoved = errors.New("controller: the active controller moved while the request was in flight")
+
+// attempt sends req to target and abandons it as soon as Active names a
+// third node (neither target nor badHint, the hint that already failed):
+// the quorum has a new leader, and the old one may be cut off. A request to
+// a partitioned node stalls (dropped packets) until ctx ends — for a
+// heartbeat, the lifecycle's RequestTimeout, longer than a broker session —
+// so without this a broker whose heartbeat was in flight to the old
+// controller when a partition isolated it missed its whole session on the
+// new controller and was fenced although it was healthy and on the majority
+// side. In combined mode the new controller could fence itself that way,
+// and every ISR could shrink onto the isolated broker.
+func (cl *Client) attempt(ctx context.Context, target, badHint int32, req kmsg.Request) (kmsg.Response, error) {
+	if cl.Active == nil {
+		return cl.Transport.Roundtrip(ctx, target, req)
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(leaderPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if h := cl.Active(); h >= 0 && h != target && h != badHint {
+					cancel(errLeaderMoved)
+					return
+				}
+			}
+		}
+	})
+	resp, err := cl.Transport.Roundtrip(actx, target, req)
+	close(done)
+	wg.Wait()
+	cancel(nil)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errLeaderMoved) {
+		err = fmt.Errorf("%w (node %d): %v", errLeaderMoved, target, err)
+	}
+	return resp, err
 }
 
 func orDur(d, def time.Duration) time.Duration {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -30,6 +31,9 @@ type Controller struct {
 	// active: this node is raft leader and has applied everything
 	// committed before its term (barrier), so its image is current.
 	active bool
+	// settled is closed once a leadership change of this node has played
+	// out (active, or the barrier failed); awaitActive waits on it.
+	settled chan struct{}
 	// lastSeen: last heartbeat (or registration, or takeover) per broker.
 	lastSeen map[int32]time.Time
 
@@ -47,7 +51,8 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{cfg: cfg, log: cfg.Logger, lastSeen: map[int32]time.Time{},
-		notify: make(chan bool, 1), stop: make(chan struct{})}
+		settled: make(chan struct{}), notify: make(chan bool, 1), stop: make(chan struct{})}
+	close(c.settled)
 	c.fsm = newFSM(cfg.StrictInvariants, cfg.Logger)
 	if err := c.open(); err != nil {
 		c.closeStores()
@@ -189,6 +194,29 @@ func (c *Controller) IsActive() bool {
 	return c.active && c.raft.State() == raft.Leader
 }
 
+// awaitActive returns once this node is not a raft leader still catching up
+// (the barrier after its election): active, not leader, or ctx or
+// ApplyTimeout ended. A broker learns the new leader from raft at once, and
+// a NOT_CONTROLLER answer in that window sent it probing the other nodes —
+// among them the old controller, cut off by the partition that caused the
+// election, where its heartbeat stalled longer than its session.
+func (c *Controller) awaitActive(ctx context.Context) {
+	c.mu.Lock()
+	active, settled := c.active, c.settled
+	c.mu.Unlock()
+	if active || c.raft.State() != raft.Leader {
+		return
+	}
+	t := time.NewTimer(c.cfg.ApplyTimeout)
+	defer t.Stop()
+	select {
+	case <-settled:
+	case <-ctx.Done():
+	case <-t.C:
+	case <-c.stop:
+	}
+}
+
 // InvariantViolations counts image invariant violations seen (only
 // non-strict mode survives one).
 func (c *Controller) InvariantViolations() int64 { return c.fsm.violations.Load() }
@@ -233,12 +261,18 @@ func (c *Controller) leadershipLoop() {
 			c.mu.Lock()
 			c.active = false
 			clear(c.lastSeen)
+			settled := c.settled
+			if leader {
+				settled = make(chan struct{})
+				c.settled = settled
+			}
 			c.mu.Unlock()
 			if !leader {
 				continue
 			}
 			if err := c.raft.Barrier(c.cfg.ApplyTimeout).Error(); err != nil {
 				c.log.Warn("barrier after election failed", "error", err)
+				close(settled)
 				continue
 			}
 			now := time.Now()
@@ -247,6 +281,7 @@ func (c *Controller) leadershipLoop() {
 				c.lastSeen[id] = now
 			}
 			c.active = c.raft.State() == raft.Leader
+			close(settled)
 			c.mu.Unlock()
 			c.log.Info("active controller", "node", c.cfg.NodeID)
 		}

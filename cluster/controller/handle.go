@@ -13,9 +13,13 @@ import (
 // (62), BrokerHeartbeat (63), and CreateTopics (19) / DeleteTopics (20)
 // forwarded by brokers. The response has the request's version. A node
 // that is not the active controller answers NOT_CONTROLLER (in the error
-// field(s) of the response, as Kafka does). The error return is only for
-// keys it does not handle.
+// field(s) of the response, as Kafka does); a raft leader still applying
+// its predecessors' entries first waits to become active. The error return
+// is only for keys it does not handle.
 func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if Handles(req.Key()) {
+		c.awaitActive(ctx)
+	}
 	switch r := req.(type) {
 	case *kmsg.BrokerRegistrationRequest:
 		return c.handleRegistration(r), nil

@@ -178,7 +178,7 @@ func (l *Layer) Dial(ctx context.Context, network, addr string) (net.Conn, error
 
 // Wrap puts an established connection under the layer.
 func (l *Layer) Wrap(c net.Conn) net.Conn {
-	return &conn{Conn: c, l: l, peer: hostOf(c.RemoteAddr()), closed: make(chan struct{})}
+	return &conn{Conn: c, l: l, peer: hostOf(c.RemoteAddr()), closed: make(chan struct{}), deadlineSet: make(chan struct{})}
 }
 
 // Listener wraps accepted connections.
@@ -214,6 +214,9 @@ type conn struct {
 	mu            sync.Mutex
 	readDeadline  time.Time
 	writeDeadline time.Time
+	// deadlineSet is closed and replaced whenever a deadline is set, to
+	// wake stalls so they re-read theirs.
+	deadlineSet chan struct{}
 	// closed ends any stall: closing a stalled connection must unblock its
 	// reader and writer, as closing a real socket does.
 	closed    chan struct{}
@@ -233,44 +236,58 @@ func (*timeoutError) Error() string   { return "i/o timeout (faultnet)" }
 func (*timeoutError) Timeout() bool   { return true }
 func (*timeoutError) Temporary() bool { return true }
 
-// stall waits while the peer is blocked, until the deadline.
-func (c *conn) stall(deadline time.Time) error {
-	for i := 0; ; i++ {
+// stall waits while the peer is blocked, until the read (or write)
+// deadline. It re-reads the deadline whenever one is set: on a real socket a
+// blocked read returns as soon as its deadline is moved into the past,
+// which is how callers (kconn) cancel a request in flight.
+func (c *conn) stall(read bool) error {
+	for {
 		blocked, changed := c.l.blocked(c.peer)
 		if !blocked {
 			return nil
 		}
+		c.mu.Lock()
+		deadline, reset := c.writeDeadline, c.deadlineSet
+		if read {
+			deadline = c.readDeadline
+		}
+		c.mu.Unlock()
+		var t *time.Timer
 		var timer <-chan time.Time
 		if !deadline.IsZero() {
 			d := time.Until(deadline)
 			if d <= 0 {
 				return errTimeout
 			}
-			t := time.NewTimer(d)
-			defer t.Stop()
+			t = time.NewTimer(d)
 			timer = t.C
 		}
+		var err error
 		select {
 		case <-changed:
+		case <-reset:
 		case <-timer:
-			return errTimeout
+			err = errTimeout
 		case <-c.closed:
-			return net.ErrClosed
+			err = net.ErrClosed
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != nil {
+			return err
 		}
 	}
 }
 
 func (c *conn) Read(b []byte) (int, error) {
-	c.mu.Lock()
-	dl := c.readDeadline
-	c.mu.Unlock()
-	if err := c.stall(dl); err != nil {
+	if err := c.stall(true); err != nil {
 		return 0, err
 	}
 	n, err := c.Conn.Read(b)
 	if err == nil {
 		// Data that arrived while a partition began is dropped with it.
-		if err := c.stall(dl); err != nil {
+		if err := c.stall(true); err != nil {
 			return 0, err
 		}
 	}
@@ -278,10 +295,7 @@ func (c *conn) Read(b []byte) (int, error) {
 }
 
 func (c *conn) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	dl := c.writeDeadline
-	c.mu.Unlock()
-	if err := c.stall(dl); err != nil {
+	if err := c.stall(false); err != nil {
 		return 0, err
 	}
 	r := c.l.Rules()
@@ -305,6 +319,7 @@ func writeDelay(r Rules) time.Duration {
 func (c *conn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
 	c.readDeadline, c.writeDeadline = t, t
+	c.wakeLocked()
 	c.mu.Unlock()
 	return c.Conn.SetDeadline(t)
 }
@@ -312,6 +327,7 @@ func (c *conn) SetDeadline(t time.Time) error {
 func (c *conn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	c.readDeadline = t
+	c.wakeLocked()
 	c.mu.Unlock()
 	return c.Conn.SetReadDeadline(t)
 }
@@ -319,6 +335,13 @@ func (c *conn) SetReadDeadline(t time.Time) error {
 func (c *conn) SetWriteDeadline(t time.Time) error {
 	c.mu.Lock()
 	c.writeDeadline = t
+	c.wakeLocked()
 	c.mu.Unlock()
 	return c.Conn.SetWriteDeadline(t)
+}
+
+// wakeLocked wakes the stalls in progress; c.mu must be held.
+func (c *conn) wakeLocked() {
+	close(c.deadlineSet)
+	c.deadlineSet = make(chan struct{})
 }

@@ -133,6 +133,38 @@ func TestCloseEndsStall(t *testing.T) {
 	}
 }
 
+// TestDeadlineMovedEndsStall: moving a stalled read's deadline into the
+// past unblocks it at once, as on a socket: kconn cancels a request in
+// flight that way, and a stall that kept the deadline it started with held
+// a cancelled controller heartbeat for its whole timeout.
+func TestDeadlineMovedEndsStall(t *testing.T) {
+	server, client := New("127.0.0.1"), New("127.0.0.5")
+	ln := echo(t, server, "127.0.0.1:0")
+	c, err := client.Dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	client.Set(Rules{Drop: []string{"127.0.0.1"}})
+	c.SetDeadline(time.Now().Add(time.Hour))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 1))
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	c.SetDeadline(time.Unix(1, 0))
+	select {
+	case err := <-done:
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("stalled read after its deadline passed: %v, want a timeout", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("moving the deadline into the past did not unblock a stalled read")
+	}
+}
+
 // TestWatchAppliesControlFile: rules written to the control file take
 // effect; removing it heals.
 func TestWatchAppliesControlFile(t *testing.T) {
