@@ -146,7 +146,12 @@ func (b *Broker) startQuorum(host string, port int32) (*quorum, error) {
 	q.life = controller.StartLifecycle(controller.LifecycleConfig{
 		BrokerID: cfg.NodeID, Host: host, Port: port, ClusterID: cfg.ClusterID, Client: q.client,
 		HeartbeatInterval: cfg.HeartbeatInterval,
-		MetadataOffset:    func() int64 { return int64(ctrl.Image().Version) },
+		// Half a session: an attempt stalled on a controller that a
+		// partition cut off is abandoned in time for the next one to reach
+		// the new controller before the session lapses (a stall lasts
+		// until the deadline, and the default 5s exceeds short sessions).
+		RequestTimeout: heartbeatTimeout(cfg.SessionTimeout, cfg.HeartbeatInterval),
+		MetadataOffset: func() int64 { return int64(ctrl.Image().Version) },
 	})
 	return q, q.follow(ch)
 }
@@ -344,4 +349,15 @@ func (q *quorum) shutdown(controlled bool, bound time.Duration) {
 	if err := q.ctrl.Close(); err != nil {
 		q.b.log.Warn("closing controller", "err", err)
 	}
+}
+
+// heartbeatTimeout bounds one registration or heartbeat: half the session,
+// at least one heartbeat interval, at most 5s, so a stalled attempt leaves
+// room in the session for another (the interval is below the session: see
+// Config.validate).
+func heartbeatTimeout(session, interval time.Duration) time.Duration {
+	if session <= 0 {
+		return 0 // the lifecycle's default
+	}
+	return min(max(session/2, interval), 5*time.Second)
 }
