@@ -122,8 +122,11 @@ func TestSummarize(t *testing.T) {
 	if a.Bug != "ack-before-isr" || a.Failed != 9 || a.Runs != 10 || !a.Pass() {
 		t.Fatalf("ack-before-isr row %+v", a)
 	}
-	if a.MedianFirst() != 3*time.Second {
-		t.Fatalf("median first %v, want 3s (evidence complete at 5s, first fault at 2s)", a.MedianFirst())
+	if d, ok := a.MedianFirst(); !ok || d != 3*time.Second {
+		t.Fatalf("median first %v (%v), want 3s (evidence complete at 5s, first fault at 2s)", d, ok)
+	}
+	if _, ok := s.Safe[0].MedianFirst(); ok {
+		t.Fatal("a row that found nothing has a median time")
 	}
 	if tr.Failed != 1 || tr.Inconclusive != 1 || tr.Pass() {
 		t.Fatalf("truncate-to-hw row %+v: 1 of 2 is below 90%%", tr)

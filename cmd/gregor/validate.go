@@ -25,6 +25,7 @@ func validateCmd() *cobra.Command {
 		seed                     int64
 		bugs                     []string
 		out, runtimeName         string
+		reportOnly               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "validate [--runs N] [--time-limit D]",
@@ -42,24 +43,32 @@ with the validation table on top). Exit status 0 when every target is met,
 1 when one is not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			plan := validate.Plan{Runs: runs, SafeRuns: safeRuns, TimeLimit: timeLimit, Seed: seed, Bugs: bugs}
-			cells, err := plan.Cells()
-			if err != nil {
-				return &exitError{2, err}
+			var results []reports.Cell
+			if reportOnly {
+				var err error
+				if results, err = reports.ReadResults(filepath.Join(out, "results.json")); err != nil {
+					return &exitError{2, fmt.Errorf("--report-only: %w (give the --out of an earlier gregor validate)", err)}
+				}
+			} else {
+				plan := validate.Plan{Runs: runs, SafeRuns: safeRuns, TimeLimit: timeLimit, Seed: seed, Bugs: bugs}
+				cells, err := plan.Cells()
+				if err != nil {
+					return &exitError{2, err}
+				}
+				bin, err := selfBinary()
+				if err != nil {
+					return err
+				}
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				errOut := cmd.ErrOrStderr()
+				fmt.Fprintf(errOut, "validate: %d runs (%d per planted bug, %d safe), fault phase %v each\n", len(cells), runs, safeRuns, timeLimit)
+				r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: errOut}
+				if runtimeName != "" {
+					r.ExtraArgs = append(r.ExtraArgs, "--runtime", runtimeName)
+				}
+				results = r.Run(ctx, cells)
 			}
-			bin, err := selfBinary()
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			errOut := cmd.ErrOrStderr()
-			fmt.Fprintf(errOut, "validate: %d runs (%d per planted bug, %d safe), fault phase %v each\n", len(cells), runs, safeRuns, timeLimit)
-			r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: errOut}
-			if runtimeName != "" {
-				r.ExtraArgs = append(r.ExtraArgs, "--runtime", runtimeName)
-			}
-			results := r.Run(ctx, cells)
 			sum := validate.Summarize(out, results, timeLimit)
 			if err := reports.WriteMatrixValidation(out, "gregor validate", results, sum.Section()); err != nil {
 				return err
@@ -89,5 +98,6 @@ with the validation table on top). Exit status 0 when every target is met,
 	fl.IntVar(&parallel, "parallel", 1, "runs at once")
 	fl.StringVar(&out, "out", filepath.Join("store", "validate"), "output directory")
 	fl.StringVar(&runtimeName, "runtime", "", "runtime for every run (default: gregor run's auto)")
+	fl.BoolVar(&reportOnly, "report-only", false, "run nothing: summarize the runs already in --out again (table, validate.json, index.html)")
 	return cmd
 }
