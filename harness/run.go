@@ -243,6 +243,10 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		}
 	}
 	if t.LinkDelay > 0 {
+		// Say how: docker without netem "delays" by freezing containers,
+		// which is a stop-the-world pause pattern, not a slower link.
+		d := c.Capabilities().Get(runtime.FaultDelay)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("link delay %v: %s (%s)", t.LinkDelay, d.Support, d.How))
 		sd := standingDelay{Cluster: c, d: t.LinkDelay}
 		if err := sd.all(ctx); err != nil {
 			return rep, fmt.Errorf("link delay: %w", err)

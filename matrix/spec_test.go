@@ -21,7 +21,7 @@ func TestDefaultMatrixCoversTheIssue(t *testing.T) {
 	}
 	for _, want := range []string{"--acks 0", "--acks 1", "--acks all", "--min-isr 1", "--min-isr 2", "--unclean=true", "--unclean=false",
 		"--nemesis kill --seed 1 --nemesis-target leader", "--nemesis partition", "--partition-shapes isolate-leader", "--nemesis pause", "--nemesis power-loss", "--lazyfs=true",
-		"--nemesis strand-leader", "--link-delay 50ms", "--dedicated-controllers"} {
+		"--nemesis strand-leader", "--link-delay 50ms --runtime process", "--dedicated-controllers"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("default matrix lacks %q", want)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -221,7 +222,9 @@ func (c *Cluster) inNode(ctx context.Context, n *node, f func() error) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.frozen {
-		if err := c.cli.ContainerUnpause(ctx, n.containerID); err != nil {
+		// "is not paused": the container died or was restarted while the
+		// freezer held it (a kill races the freezer), so it runs already.
+		if err := c.cli.ContainerUnpause(ctx, n.containerID); err != nil && !strings.Contains(err.Error(), "is not paused") {
 			return fmt.Errorf("node %d: thaw for a command: %w", n.info.ID, err)
 		}
 		n.frozen = false
