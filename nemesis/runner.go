@@ -164,15 +164,20 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	r.write(undoVerb(st.Kind), v, r.undo(uctx, st.Kind, a))
 }
 
-func (r *Runner) apply(ctx context.Context, k Kind, a Action) error {
+// eachNode applies f to every node, naming the node in each error.
+func eachNode(ctx context.Context, nodes []int32, f func(context.Context, int32) error) error {
 	var errs []error
-	each := func(f func(context.Context, int32) error) {
-		for _, id := range a.Nodes {
-			if err := f(ctx, id); err != nil {
-				errs = append(errs, fmt.Errorf("node %d: %w", id, err))
-			}
+	for _, id := range nodes {
+		if err := f(ctx, id); err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", id, err))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+func (r *Runner) apply(ctx context.Context, k Kind, a Action) error {
+	var errs []error
+	each := func(f func(context.Context, int32) error) { errs = append(errs, eachNode(ctx, a.Nodes, f)) }
 	c := r.Cluster
 	switch k {
 	case Kill, PowerLoss:
@@ -199,13 +204,7 @@ func (r *Runner) apply(ctx context.Context, k Kind, a Action) error {
 
 func (r *Runner) undo(ctx context.Context, k Kind, a Action) error {
 	var errs []error
-	each := func(f func(context.Context, int32) error) {
-		for _, id := range a.Nodes {
-			if err := f(ctx, id); err != nil {
-				errs = append(errs, fmt.Errorf("node %d: %w", id, err))
-			}
-		}
-	}
+	each := func(f func(context.Context, int32) error) { errs = append(errs, eachNode(ctx, a.Nodes, f)) }
 	c := r.Cluster
 	switch k {
 	case Kill, PowerLoss, Stop:

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -133,12 +134,7 @@ func (r *Runner) scenario(ctx context.Context, st Step, v opValue) {
 		// phase) must find every node up and every link whole.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
 		defer cancel()
-		err := c.Heal(uctx)
-		for _, id := range killed {
-			if e := c.Start(uctx, id); e != nil && err == nil {
-				err = fmt.Errorf("node %d: %w", id, e)
-			}
-		}
+		err := errors.Join(c.Heal(uctx), eachNode(uctx, killed, c.Start))
 		ev := v
 		ev.Nodes = killed
 		r.write(undoVerb(st.Kind), ev, err)

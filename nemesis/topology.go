@@ -75,21 +75,14 @@ func (k *KafkaTopology) metadata(ctx context.Context) (*kmsg.MetadataResponse, e
 
 // Leader implements Topology.
 func (k *KafkaTopology) Leader(ctx context.Context, partition int32) (int32, error) {
-	resp, err := k.metadata(ctx)
+	st, err := k.PartitionState(ctx, partition)
 	if err != nil {
 		return -1, err
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.Partition == partition {
-				if p.Leader < 0 {
-					return -1, fmt.Errorf("%s/%d has no leader", k.topic, partition)
-				}
-				return p.Leader, nil
-			}
-		}
+	if st.Leader < 0 {
+		return -1, fmt.Errorf("%s/%d has no leader", k.topic, partition)
 	}
-	return -1, fmt.Errorf("%s/%d not in metadata", k.topic, partition)
+	return st.Leader, nil
 }
 
 // Controller implements Topology: Metadata's ControllerID (see TargetController).

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -56,8 +55,9 @@ results.json) is copied into --out/runs so the index's links resolve.`,
 }
 
 // copyRuns copies a shard's runs folder into dst (cell ids are unique across
-// shards, so nothing is overwritten). A missing src is fine: the shard may
-// have been moved without its runs. Copying a folder onto itself is a no-op.
+// shards, so a file already there means dst holds an earlier merge). A
+// missing src is fine: the shard may have been moved without its runs.
+// Copying a folder onto itself is a no-op.
 func copyRuns(src, dst string) error {
 	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -67,41 +67,9 @@ func copyRuns(src, dst string) error {
 	if err1 == nil && err2 == nil && as == ad {
 		return nil
 	}
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			os.Remove(target)
-			return os.Symlink(link, target)
-		case !d.Type().IsRegular():
-			return nil
-		}
-		in, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		o, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(o, in); err != nil {
-			o.Close()
-			return err
-		}
-		return o.Close()
-	})
+	err := os.CopyFS(dst, os.DirFS(src))
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %s already holds these runs; merge into an empty --out", err, dst)
+	}
+	return err
 }
