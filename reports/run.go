@@ -352,11 +352,7 @@ func timeline(ivs []interval, bands []band, end int64) chart {
 		c.Rows = append(c.Rows, rowLabel{Y: rowH*float64(i) + 10, Label: p.String()})
 	}
 	c.Bands = scaleBands(bands, end)
-	step := 1
-	if len(ivs) > maxTimelineOps {
-		step = (len(ivs) + maxTimelineOps - 1) / maxTimelineOps
-		c.Note = fmt.Sprintf("showing every %dth of %d operations", step, len(ivs))
-	}
+	step := thin(&c, len(ivs), maxTimelineOps, "operations")
 	for i := 0; i < len(ivs); i += step {
 		iv := ivs[i]
 		x := xOf(iv.start, end)
@@ -364,6 +360,17 @@ func timeline(ivs []interval, bands []band, end int64) chart {
 			Class: typeClass(iv.typ), Title: fmt.Sprintf("#%d %s %s %s", iv.index, iv.proc, iv.f, iv.typ)})
 	}
 	return c
+}
+
+// thin is the stride that draws at most limit of n items, noting on c
+// when it skips some.
+func thin(c *chart, n, limit int, what string) int {
+	if n <= limit {
+		return 1
+	}
+	step := (n + limit - 1) / limit
+	c.Note = fmt.Sprintf("showing every %dth of %d %s", step, n, what)
+	return step
 }
 
 func latency(ivs []interval, bands []band, end int64) (chart, int) {
@@ -390,11 +397,7 @@ func latency(ivs []interval, bands []band, end int64) (chart, int) {
 		l := math.Log10(math.Max(float64(ns), 1e5))
 		return c.Height - 10 - (l-lo)/(hi-lo)*(c.Height-20)
 	}
-	step := 1
-	if len(sends) > maxLatencyDots {
-		step = (len(sends) + maxLatencyDots - 1) / maxLatencyDots
-		c.Note = fmt.Sprintf("showing every %dth of %d sends", step, len(sends))
-	}
+	step := thin(&c, len(sends), maxLatencyDots, "sends")
 	for i := 0; i < len(sends); i += step {
 		s := sends[i]
 		c.Dots = append(c.Dots, dot{X: xOf(s.end, end), Y: yOf(s.end - s.start), Class: typeClass(s.typ)})
