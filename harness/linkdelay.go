@@ -19,9 +19,9 @@ const MaxLinkDelay = 500 * time.Millisecond
 // followers have not fetched yet, the window acks=1 loses data in; on a
 // single machine that window is a fraction of a millisecond.
 //
-// Healing a fault removes every network rule of a node, and a restarted
-// node may come back without its rules, so the delay is put back after
-// each Heal, Unslow and Start. Invariant: outside a fault's own rules,
+// Healing a fault removes every network rule of a node, so the delay is put
+// back after each Heal and Unslow (a restarted node keeps its rules: both
+// runtimes reapply them on Start). Invariant: outside a fault's own rules,
 // every node's links carry exactly d.
 type standingDelay struct {
 	runtime.Cluster
@@ -42,11 +42,4 @@ func (s standingDelay) Heal(ctx context.Context) error {
 
 func (s standingDelay) Unslow(ctx context.Context, id int32) error {
 	return errors.Join(s.Cluster.Unslow(ctx, id), s.Cluster.Slow(ctx, id, s.d, 0, 0))
-}
-
-func (s standingDelay) Start(ctx context.Context, id int32) error {
-	if err := s.Cluster.Start(ctx, id); err != nil {
-		return err
-	}
-	return s.Cluster.Slow(ctx, id, s.d, 0, 0)
 }
