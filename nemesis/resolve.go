@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"gregor/history"
 )
 
 // Topology is what targeting needs to know about the cluster. Brokers is
@@ -36,12 +38,9 @@ type replicaTopology interface {
 	PartitionState(ctx context.Context, partition int32) (PartitionState, error)
 }
 
-// PartitionState is one partition as Metadata shows it.
-type PartitionState struct {
-	Leader   int32
-	Replicas []int32
-	ISR      []int32
-}
+// PartitionState is one partition as Metadata shows it (the type the
+// harness's metadata samples use).
+type PartitionState = history.PartitionState
 
 // Action is a resolved step: the nodes it hits and, for partitions, the
 // groups handed to runtime.Cluster.Partition.

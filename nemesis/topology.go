@@ -56,7 +56,7 @@ func (k *KafkaTopology) PartitionState(ctx context.Context, partition int32) (Pa
 				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && p.Leader < 0 && len(p.Replicas) == 0 {
 					return PartitionState{}, fmt.Errorf("%s/%d: %w", k.topic, partition, err)
 				}
-				return PartitionState{Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR}, nil
+				return PartitionState{Partition: partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR}, nil
 			}
 		}
 	}
@@ -118,7 +118,7 @@ func (s StaticTopology) PartitionState(ctx context.Context, p int32) (PartitionS
 	if err != nil {
 		return PartitionState{}, err
 	}
-	st := PartitionState{Leader: l, Replicas: s.IDs, ISR: s.IDs}
+	st := PartitionState{Partition: p, Leader: l, Replicas: s.IDs, ISR: s.IDs}
 	if int(p) < len(s.Replicas) {
 		st.Replicas = s.Replicas[p]
 	}
