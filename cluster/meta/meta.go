@@ -52,6 +52,30 @@ type Image struct {
 	ControllerID int32
 	Brokers      map[int32]Broker
 	Topics       map[string]*Topic
+	// ClusterConfigs are dynamic cluster-wide broker configs (AlterConfigs
+	// on the default broker resource, name ""), by broker config name;
+	// BrokerConfigs the dynamic configs of one broker. Both replicated.
+	ClusterConfigs map[string]string
+	BrokerConfigs  map[int32]map[string]string
+	// Reassigning holds the partitions with a reassignment in progress
+	// (KIP-455), by topic and partition.
+	Reassigning map[string]map[int32]Reassignment
+}
+
+// Reassignment is a partition's replica reassignment in progress: Replicas
+// (the union of the old and the target set) minus Removing is the target.
+type Reassignment struct {
+	Adding, Removing []int32
+}
+
+// Layers are the config sources for topic t (nil: no topic) as broker node
+// resolves them, with static the broker's own configuration file.
+func (im *Image) Layers(t *Topic, node int32, static map[string]string) ConfigLayers {
+	l := ConfigLayers{Broker: im.BrokerConfigs[node], ClusterDyn: im.ClusterConfigs, StaticBroker: static}
+	if t != nil {
+		l.Topic = t.Configs
+	}
+	return l
 }
 
 // Empty returns an image with no brokers or topics.

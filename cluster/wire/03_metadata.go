@@ -1,12 +1,17 @@
 package wire
 
-// Metadata: v1-12.
+// Metadata: v0-12.
 //
 // Behaviour:
 //   - brokers are the registered, unfenced brokers; the controller id is the
 //     active controller when it is a live broker, else a live broker (which
 //     forwards controller requests, as KRaft brokers do);
-//   - a nil topic list means all topics; topics may be named or (v10+) given
+//   - v0 is served because kafka-python's version probe sends Metadata v0
+//     right behind ApiVersions v0 on the same connection: refusing it closed
+//     the connection, and kafka-python 2.0.2 drops the bytes it read when it
+//     sees the close, so the ApiVersions answer was lost and the broker
+//     taken for Kafka 0.9 (IncompatibleBrokerVersion in KafkaAdminClient);
+//   - a nil topic list (v0: an empty one) means all topics; topics may be named or (v10+) given
 //     by id;
 //   - a missing topic is created with the broker defaults only when the
 //     request allows it AND the broker was started with auto-creation on;
@@ -25,7 +30,7 @@ import (
 	"gregor/cluster/meta"
 )
 
-func init() { register(3, 1, 12, handleMetadata) }
+func init() { register(3, 0, 12, handleMetadata) }
 
 func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.MetadataRequest)
@@ -54,7 +59,7 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 	}
 
 	var names []string
-	if req.Topics == nil {
+	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
 		names = im.SortedTopics()
 	}
 	for _, rt := range req.Topics {

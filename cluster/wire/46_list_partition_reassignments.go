@@ -1,0 +1,60 @@
+package wire
+
+// ListPartitionReassignments: v0.
+//
+// Behaviour (KIP-455): the reassignments in progress as this broker's
+// metadata shows them: per partition its replicas (the union of the old and
+// the target set) and the adding and removing replicas. A nil topic list
+// means every partition; a named partition that is not being reassigned is
+// left out of the answer, as Kafka does. (Kafka sends this to the
+// controller; a broker's replicated image holds the same state.)
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(46, 0, 0, handleListPartitionReassignments) }
+
+func handleListPartitionReassignments(s *Server, _ context.Context, hdr header, kreq kmsg.Request) reply {
+	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
+	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	im := s.b.Image()
+	wanted := func(topic string, p int32) bool {
+		if req.Topics == nil {
+			return true
+		}
+		for _, t := range req.Topics {
+			if t.Topic == topic && slices.Contains(t.Partitions, p) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, name := range slices.Sorted(maps.Keys(im.Reassigning)) {
+		t := im.Topics[name]
+		if t == nil {
+			continue
+		}
+		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
+		rt.Topic = name
+		for _, p := range slices.Sorted(maps.Keys(im.Reassigning[name])) {
+			if !wanted(name, p) || int(p) >= len(t.Partitions) {
+				continue
+			}
+			ra := im.Reassigning[name][p]
+			rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
+			rp.Partition = p
+			rp.Replicas = slices.Clone(t.Partitions[p].Replicas)
+			rp.AddingReplicas, rp.RemovingReplicas = slices.Clone(ra.Adding), slices.Clone(ra.Removing)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		if len(rt.Partitions) > 0 {
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	return now(resp)
+}
