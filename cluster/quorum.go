@@ -211,9 +211,20 @@ func (q *quorum) convert(im *controller.Image) *meta.Image {
 		for _, p := range t.Partitions {
 			mt.Partitions = append(mt.Partitions, meta.Partition{Topic: name, Index: p.Partition,
 				Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch})
+			if len(p.Adding) > 0 || len(p.Removing) > 0 {
+				if out.Reassigning == nil {
+					out.Reassigning = map[string]map[int32]meta.Reassignment{}
+				}
+				if out.Reassigning[name] == nil {
+					out.Reassigning[name] = map[int32]meta.Reassignment{}
+				}
+				out.Reassigning[name][p.Partition] = meta.Reassignment{Adding: p.Adding, Removing: p.Removing}
+			}
 		}
 		out.Topics[name] = mt
 	}
+	// Shared, not copied: a published controller image is never modified.
+	out.ClusterConfigs, out.BrokerConfigs = im.ClusterConfigs, im.BrokerConfigs
 	q.image, q.seen = out, im.Version
 	return out
 }

@@ -115,6 +115,14 @@ func applyRecord(img *Image, rec record, index uint64) applyResult {
 		return applyCreateTopic(img, *rec.CreateTopic)
 	case rec.DeleteTopic != nil:
 		return applyDeleteTopic(img, *rec.DeleteTopic)
+	case rec.Configs != nil:
+		return applyConfigs(img, *rec.Configs, rec.Policy)
+	case rec.CreatePartitions != nil:
+		return applyCreatePartitions(img, *rec.CreatePartitions)
+	case rec.Elect != nil:
+		return applyElect(img, *rec.Elect, rec.Policy)
+	case rec.Reassign != nil:
+		return applyReassign(img, *rec.Reassign)
 	}
 	return applyResult{Code: kerr.InvalidRequest.Code}
 }
@@ -134,7 +142,7 @@ func forEachPartition(img *Image, fn func(t TopicInfo, p *PartitionState)) {
 func dropBroker(img *Image, id int32, pol electPolicy) {
 	forEachPartition(img, func(t TopicInfo, p *PartitionState) {
 		if p.InISR(id) || p.Leader == id {
-			withoutBroker(p, id, img.live, t.UncleanElection(pol.UncleanDefault), pol)
+			withoutBroker(p, id, img.live, img.uncleanFor(t, pol), pol)
 		}
 	})
 }
@@ -143,7 +151,7 @@ func dropBroker(img *Image, id int32, pol electPolicy) {
 // became live.
 func reviveOffline(img *Image, pol electPolicy) {
 	forEachPartition(img, func(t TopicInfo, p *PartitionState) {
-		electIfOffline(p, img.live, t.UncleanElection(pol.UncleanDefault), pol)
+		electIfOffline(p, img.live, img.uncleanFor(t, pol), pol)
 	})
 }
 

@@ -51,6 +51,13 @@ type PartitionState struct {
 	LeaderEpoch int32
 	// PartitionEpoch grows by one on every change of this state.
 	PartitionEpoch int32
+	// Adding and Removing describe a reassignment in progress (KIP-455):
+	// Replicas is the union of the old and the target set, Adding the
+	// target replicas not in the old set, Removing the old ones not in the
+	// target. Invariant: both within Replicas and disjoint; empty when no
+	// reassignment is in progress.
+	Adding   []int32 `json:",omitempty"`
+	Removing []int32 `json:",omitempty"`
 }
 
 // InISR reports whether id is in the ISR.
@@ -62,6 +69,8 @@ func (p PartitionState) IsReplica(id int32) bool { return slices.Contains(p.Repl
 func (p PartitionState) clone() PartitionState {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.Adding = slices.Clone(p.Adding)
+	p.Removing = slices.Clone(p.Removing)
 	return p
 }
 
@@ -100,6 +109,11 @@ type Image struct {
 	// TopicsCreated counts topic creations ever; it rotates the replica
 	// assignment's start broker.
 	TopicsCreated int64
+	// ClusterConfigs are the dynamic cluster-wide broker configs
+	// (AlterConfigs on the default broker resource), by broker config name;
+	// BrokerConfigs the dynamic configs of single brokers.
+	ClusterConfigs map[string]string           `json:",omitempty"`
+	BrokerConfigs  map[int32]map[string]string `json:",omitempty"`
 }
 
 func emptyImage() *Image {
@@ -117,6 +131,13 @@ func (img *Image) clone() *Image {
 	}
 	for n, t := range img.Topics {
 		c.Topics[n] = t.clone()
+	}
+	c.ClusterConfigs = maps.Clone(img.ClusterConfigs)
+	if img.BrokerConfigs != nil {
+		c.BrokerConfigs = make(map[int32]map[string]string, len(img.BrokerConfigs))
+		for id, m := range img.BrokerConfigs {
+			c.BrokerConfigs[id] = maps.Clone(m)
+		}
 	}
 	return c
 }

@@ -52,6 +52,16 @@ func checkPartition(img *Image, p PartitionState) error {
 			return fmt.Errorf("leader %d is not a live broker", p.Leader)
 		}
 	}
+	for _, r := range p.Adding {
+		if !p.IsReplica(r) || slices.Contains(p.Removing, r) {
+			return fmt.Errorf("adding replica %d outside replicas %v or also removing %v", r, p.Replicas, p.Removing)
+		}
+	}
+	for _, r := range p.Removing {
+		if !p.IsReplica(r) {
+			return fmt.Errorf("removing replica %d outside replicas %v", r, p.Replicas)
+		}
+	}
 	if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
 		return fmt.Errorf("negative epoch %d/%d", p.LeaderEpoch, p.PartitionEpoch)
 	}

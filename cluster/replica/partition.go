@@ -194,6 +194,8 @@ func (p *Partition) Update(st meta.Partition, minISR int) {
 	case st.Leader != me && old.Leader == me:
 		p.followers = nil
 		p.pendingISR = nil
+	case st.Leader == me:
+		p.syncFollowers(p.now())
 	}
 	if p.pendingISR != nil && slices.Equal(sorted(p.pendingISR), sorted(st.ISR)) {
 		p.pendingISR = nil

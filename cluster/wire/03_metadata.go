@@ -50,13 +50,7 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 	// Clients send admin requests to the "controller"; like KRaft brokers we
 	// name a live broker when the active controller is not one (a
 	// controller-only voter), and brokers forward to the real one.
-	resp.ControllerID = im.ControllerID
-	if b, ok := im.Brokers[im.ControllerID]; !ok || b.Fenced {
-		resp.ControllerID = s.b.NodeID()
-		if b, ok := im.Brokers[resp.ControllerID]; (!ok || b.Fenced) && len(resp.Brokers) > 0 {
-			resp.ControllerID = resp.Brokers[0].NodeID
-		}
-	}
+	resp.ControllerID = s.controllerForClients(im)
 
 	var names []string
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
@@ -113,6 +107,26 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 		resp.Topics = append(resp.Topics, mt)
 	}
 	return now(resp)
+}
+
+// controllerForClients is the node Metadata and DescribeCluster name as the
+// controller: the active controller when it is a live broker, else this
+// broker if live, else the lowest live broker id (-1 with none). Like KRaft
+// brokers, the one named forwards controller requests to the real one.
+func (s *Server) controllerForClients(im *meta.Image) int32 {
+	live := func(id int32) bool { b, ok := im.Brokers[id]; return ok && !b.Fenced }
+	if live(im.ControllerID) {
+		return im.ControllerID
+	}
+	if live(s.b.NodeID()) {
+		return s.b.NodeID()
+	}
+	for _, id := range sortedBrokerIDs(im) {
+		if live(id) {
+			return id
+		}
+	}
+	return -1
 }
 
 func sortedBrokerIDs(im *meta.Image) []int32 {
