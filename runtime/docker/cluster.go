@@ -17,7 +17,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/testcontainers/testcontainers-go"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // closeTimeout bounds the cleanup Start does itself when it fails.
@@ -224,7 +224,7 @@ func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, n
 				cfg.Hostname = fmt.Sprintf("n%d", ns.ID)
 			},
 			HostConfigModifier: func(hc *container.HostConfig) {
-				// netfault needs CAP_NET_ADMIN for nftables and qdiscs.
+				// nsfault needs CAP_NET_ADMIN for nftables and qdiscs.
 				hc.CapAdd = append(hc.CapAdd, "NET_ADMIN")
 			},
 			EndpointSettingsModifier: func(eps map[string]*dnetwork.EndpointSettings) {

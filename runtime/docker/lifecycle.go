@@ -9,7 +9,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // Kill sends SIGKILL. A paused node is thawed after the signal so that it

@@ -16,7 +16,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	dnetwork "github.com/docker/docker/api/types/network"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // peerBinary is the static test broker (testdata/peer), built once by TestMain.

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"gregor/cluster/faultnet"
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // Runtime starts process clusters under Dir (a temporary directory if empty).

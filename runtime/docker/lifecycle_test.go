@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 func TestAvailableNamesTheFix(t *testing.T) {
