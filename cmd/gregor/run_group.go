@@ -37,7 +37,7 @@ func (g *groupOpts) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&g.processingTime, "processing-time", 2*time.Millisecond, "group: time to process one record")
 	fl.Float64Var(&g.failureRate, "failure-rate", 0, "group: probability that processing a record fails")
 	fl.StringVar(&g.failureHandling, "failure-handling", "swallow", "group: swallow (catch and go on, as in seed 002's incident) | retry")
-	fl.StringVar(&g.commitMode, "commit-mode", "auto", "group: auto (enable.auto.commit) | before | after (processing) | on-revoked")
+	fl.StringVar(&g.commitMode, "commit-mode", "auto", "group: auto (enable.auto.commit as the Java consumer: at the next poll, what the previous polls returned) | auto-greedy (everything polled, on a timer, as seed 002 describes) | before | after (processing) | on-revoked")
 	fl.DurationVar(&g.autoInterval, "auto-commit-interval", 5*time.Second, "group: auto.commit.interval.ms")
 	fl.StringVar(&g.assignor, "assignor", "range", "group: range | sticky | cooperative-sticky")
 	fl.BoolVar(&g.static, "static", false, "group: static membership (group.instance.id per consumer, KIP-345)")
