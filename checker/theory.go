@@ -19,10 +19,11 @@ import (
 //
 // Fault classes (nemeses):
 //
-//	leader-loss   kill, stop, pause, partition, power-loss, and the scenarios
-//	              strand-leader and kip101 (which kill leaders): can take the
-//	              leader away, so a new leader (missing the old one's tail)
-//	              takes over
+//	leader-loss   kill, stop, pause, partition, power-loss, the scenarios
+//	              strand-leader and kip101 (which kill leaders), and reassign
+//	              (which moves a partition's leader to a replica joining it):
+//	              can take the leader away, so a new leader (missing the old
+//	              one's tail) takes over
 //	no-ISR        the same set: repeated, they can leave no ISR member alive
 //	any           every nemesis including slow and client-crash
 //
@@ -73,7 +74,10 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		}
 	}
 	leaderLoss := false
-	for _, n := range []string{"kill", "stop", "pause", "partition", "power-loss", "strand-leader", "kip101"} {
+	// reassign moves a partition's replicas (KIP-455); when the leader is
+	// among the replicas leaving, leadership moves to a replica of the ISR,
+	// which may lack an acks=1 tail: a leader loss without a crash.
+	for _, n := range []string{"kill", "stop", "pause", "partition", "power-loss", "strand-leader", "kip101", "reassign"} {
 		leaderLoss = leaderLoss || cfg.HasNemesis(n)
 	}
 	anyFault := false

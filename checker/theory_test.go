@@ -64,6 +64,8 @@ func TestTheoryTable(t *testing.T) {
 		}), nil, ""},
 		{"no idempotence", with(func(c *history.Config) { c.Idempotence = false }), []string{Duplicate}, "idempotence"},
 		{"no idempotence, 5 in flight", with(func(c *history.Config) { c.Idempotence, c.MaxInFlight = false, 5 }), []string{Duplicate, NonmonotonicSend}, "idempotence"},
+		{"acks=1 under reassignments", with(func(c *history.Config) { c.Acks, c.MinISR, c.Nemeses = "1", 1, []string{"reassign"} }), loss, "acks=1"},
+		{"acks=all min ISR 2 under reassignments", with(func(c *history.Config) { c.Nemeses = []string{"reassign"} }), nil, ""},
 		// A history from before the two auto-commit modes recorded
 		// AutoCommit alone: it was greedy.
 		{"auto-commit (old history) with client crashes", with(func(c *history.Config) { c.AutoCommit, c.Nemeses = true, []string{"client-crash"} }), []string{CommittedSkip, Redelivered}, "greedy auto-commit"},

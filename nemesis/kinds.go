@@ -28,10 +28,13 @@ const (
 	ConsumerRestart Kind = "consumer-restart"
 	ConsumerJoin    Kind = "consumer-join"
 	// StrandLeader and KIP101 are scenario faults (scenario.go).
+	// Reassign is a membership change (reassign.go): a partition's replicas
+	// move to other brokers while writes go on (KIP-455), and back on undo.
+	Reassign Kind = "reassign"
 )
 
 // Kinds lists every kind, in the order --help shows them.
-var Kinds = []Kind{Kill, Stop, Pause, Partition, Slow, PowerLoss, ClientCrash, ConsumerRestart, ConsumerJoin, StrandLeader, KIP101}
+var Kinds = []Kind{Kill, Stop, Pause, Partition, Slow, PowerLoss, ClientCrash, ConsumerRestart, ConsumerJoin, StrandLeader, KIP101, Reassign}
 
 // IsClientKind reports whether k acts on workload clients, not nodes: such
 // a step has no hold and no undo.
