@@ -221,21 +221,26 @@ func applyCreateTopic(img *Image, r createRec) applyResult {
 		if len(reps) == 0 {
 			return applyResult{Code: kerr.InvalidReplicaAssignment.Code}
 		}
-		p := PartitionState{Topic: r.Name, Partition: int32(i),
-			Replicas: slices.Clone(reps), ISR: slices.Clone(reps), Leader: reps[0]}
-		// The assignment was made from live brokers, but one may have
-		// been fenced between proposal and apply: elect if needed.
-		if !img.live(p.Leader) {
-			p.Leader, p.ISR = elect(p, img.live, false, electPolicy{})
-			if p.Leader == NoLeader {
-				p.ISR = slices.Clone(reps)
-			}
-		}
-		t.Partitions = append(t.Partitions, p)
+		t.Partitions = append(t.Partitions, newPartition(img, r.Name, int32(i), reps))
 	}
 	img.Topics[r.Name] = t
 	img.TopicsCreated++
 	return applyResult{Topic: t}
+}
+
+// newPartition is a new partition on replicas reps, led by the first. The
+// assignment was made from live brokers, but one may have been fenced
+// between proposal and apply: then a live one is elected, if any.
+func newPartition(img *Image, topic string, index int32, reps []int32) PartitionState {
+	p := PartitionState{Topic: topic, Partition: index,
+		Replicas: slices.Clone(reps), ISR: slices.Clone(reps), Leader: reps[0]}
+	if !img.live(p.Leader) {
+		p.Leader, p.ISR = elect(p, img.live, false, electPolicy{})
+		if p.Leader == NoLeader {
+			p.ISR = slices.Clone(reps)
+		}
+	}
+	return p
 }
 
 func applyDeleteTopic(img *Image, r deleteRec) applyResult {

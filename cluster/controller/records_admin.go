@@ -114,15 +114,7 @@ func applyCreatePartitions(img *Image, r createPartsRec) applyResult {
 		if len(reps) == 0 {
 			return applyResult{Code: kerr.InvalidReplicaAssignment.Code}
 		}
-		p := PartitionState{Topic: r.Topic, Partition: int32(len(t.Partitions)),
-			Replicas: slices.Clone(reps), ISR: slices.Clone(reps), Leader: reps[0]}
-		if !img.live(p.Leader) {
-			p.Leader, p.ISR = elect(p, img.live, false, electPolicy{})
-			if p.Leader == NoLeader {
-				p.ISR = slices.Clone(reps)
-			}
-		}
-		t.Partitions = append(t.Partitions, p)
+		t.Partitions = append(t.Partitions, newPartition(img, r.Topic, int32(len(t.Partitions)), reps))
 	}
 	img.Topics[r.Topic] = t
 	return applyResult{Topic: t}

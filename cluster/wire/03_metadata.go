@@ -36,11 +36,7 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	im := s.b.Image()
-	for _, id := range sortedBrokerIDs(im) {
-		b := im.Brokers[id]
-		if b.Fenced {
-			continue
-		}
+	for _, b := range liveBrokers(im) {
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
 		resp.Brokers = append(resp.Brokers, rb)
@@ -127,6 +123,18 @@ func (s *Server) controllerForClients(im *meta.Image) int32 {
 		}
 	}
 	return -1
+}
+
+// liveBrokers are the registered, unfenced brokers in id order: the ones
+// Metadata and DescribeCluster show clients.
+func liveBrokers(im *meta.Image) []meta.Broker {
+	var out []meta.Broker
+	for _, id := range sortedBrokerIDs(im) {
+		if b := im.Brokers[id]; !b.Fenced {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func sortedBrokerIDs(im *meta.Image) []int32 {

@@ -38,15 +38,8 @@ func handleDescribeLogDirs(s *Server, _ context.Context, hdr header, kreq kmsg.R
 		d.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
 	}
 	wanted := func(topic string, p int32) bool {
-		if req.Topics == nil {
-			return true
-		}
-		for _, t := range req.Topics {
-			if t.Topic == topic && slices.Contains(t.Partitions, p) {
-				return true
-			}
-		}
-		return false
+		return requested(req.Topics, func(t kmsg.DescribeLogDirsRequestTopic) string { return t.Topic },
+			func(t kmsg.DescribeLogDirsRequestTopic) []int32 { return t.Partitions }, topic, p)
 	}
 	parts := ab.Partitions()
 	slices.SortFunc(parts, func(a, b *replica.Partition) int {

@@ -24,15 +24,8 @@ func handleListPartitionReassignments(s *Server, _ context.Context, hdr header, 
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 	im := s.b.Image()
 	wanted := func(topic string, p int32) bool {
-		if req.Topics == nil {
-			return true
-		}
-		for _, t := range req.Topics {
-			if t.Topic == topic && slices.Contains(t.Partitions, p) {
-				return true
-			}
-		}
-		return false
+		return requested(req.Topics, func(t kmsg.ListPartitionReassignmentsRequestTopic) string { return t.Topic },
+			func(t kmsg.ListPartitionReassignmentsRequestTopic) []int32 { return t.Partitions }, topic, p)
 	}
 	for _, name := range slices.Sorted(maps.Keys(im.Reassigning)) {
 		t := im.Topics[name]

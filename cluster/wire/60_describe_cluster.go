@@ -31,11 +31,7 @@ func handleDescribeCluster(s *Server, _ context.Context, hdr header, kreq kmsg.R
 	im := s.b.Image()
 	resp.ClusterID = s.b.ClusterID()
 	resp.ControllerID = s.controllerForClients(im)
-	for _, id := range sortedBrokerIDs(im) {
-		b := im.Brokers[id]
-		if b.Fenced {
-			continue
-		}
+	for _, b := range liveBrokers(im) {
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
 		resp.Brokers = append(resp.Brokers, rb)

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -38,4 +39,19 @@ func forwardToController(s *Server, ctx context.Context, hdr header, req kmsg.Re
 		return unsupported(hdr)
 	}
 	return now(resp)
+}
+
+// requested reports whether a request's topic list names topic/partition;
+// a nil list names every partition (DescribeLogDirs,
+// ListPartitionReassignments).
+func requested[T any](topics []T, name func(T) string, partitions func(T) []int32, topic string, p int32) bool {
+	if topics == nil {
+		return true
+	}
+	for _, t := range topics {
+		if name(t) == topic && slices.Contains(partitions(t), p) {
+			return true
+		}
+	}
+	return false
 }
