@@ -221,4 +221,3 @@ func TestHoldEndsByItself(t *testing.T) {
 		t.Fatalf("held request never answered: %q %v", got, err)
 	}
 }
-
