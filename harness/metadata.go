@@ -313,14 +313,6 @@ func (s *MetadataSampler) Counts() (samples, failed int) {
 	return s.samples, s.failed
 }
 
-// validateMetadata refuses a sampling interval out of bounds before boot.
-func (t *Test) validateMetadata() error {
-	if iv := t.MetadataInterval; iv != 0 && (iv < MinMetadataInterval || iv > MaxMetadataInterval) {
-		return fmt.Errorf("--metadata-interval %v: give %v to %v (0: %v)", iv, MinMetadataInterval, MaxMetadataInterval, DefaultMetadataInterval)
-	}
-	return nil
-}
-
 // startMetadata starts the run's sampler over the test's brokers (not the
 // controller-only voters, which serve no Metadata). A sampler that cannot
 // start is a note, not a failed run: the report then says it has no
@@ -328,11 +320,11 @@ func (t *Test) validateMetadata() error {
 func (t *Test) startMetadata(ctx context.Context, c runtime.Cluster, dir string, epoch time.Time) (*MetadataSampler, error) {
 	var brokers []runtime.NodeInfo
 	for _, n := range c.Nodes() {
-		if int(n.ID) <= t.Brokers {
+		if int(n.ID) <= t.Cluster.Nodes {
 			brokers = append(brokers, n)
 		}
 	}
-	s, err := StartMetadataSampler(ctx, dir, SamplerConfig{Topic: t.Topic.Name, Brokers: brokers, Epoch: epoch, Interval: t.MetadataInterval})
+	s, err := StartMetadataSampler(ctx, dir, SamplerConfig{Topic: t.Topic, Brokers: brokers, Epoch: epoch, Interval: t.MetadataInterval})
 	if err != nil {
 		return nil, fmt.Errorf("metadata sampler not started: %w", err)
 	}

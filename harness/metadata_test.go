@@ -224,8 +224,9 @@ func TestMetadataSamplerRefusesBadConfig(t *testing.T) {
 			t.Errorf("%s: err %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}
-	bad := Test{MetadataInterval: 10 * time.Millisecond}
-	if err := bad.validateMetadata(); err == nil || !strings.Contains(err.Error(), "--metadata-interval") {
+	bad := leaderKillTest(t, "md", "all", 1).Config
+	bad.MetadataInterval = 10 * time.Millisecond
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "--metadata-interval") {
 		t.Fatalf("Test with a 10ms interval: %v", err)
 	}
 }
