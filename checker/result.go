@@ -3,6 +3,7 @@ package checker
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"gregor/history"
 )
@@ -163,6 +164,20 @@ func (r *Result) JSON() []byte {
 		panic(err) // every field is marshalable
 	}
 	return b
+}
+
+// ReadResultFile reads a results.json that JSON wrote (a run directory's
+// history.ResultsFile).
+func ReadResultFile(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &res, nil
 }
 
 func i64(v int64) *int64 { return &v }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gregor/checker"
+	"gregor/history"
 	"gregor/nemesis"
 	"gregor/runtime/process"
 	"gregor/workloads/group"
@@ -127,7 +128,7 @@ func TestGroupExperimentBJoin(t *testing.T) {
 	if join.Moved == 0 || join.End < join.Start || join.LagPeak < join.LagBefore || join.UnownedTime <= 0 {
 		t.Errorf("join rebalance: %+v", *join)
 	}
-	html, err := os.ReadFile(filepath.Join(rep.Dir, ReportFile))
+	html, err := os.ReadFile(filepath.Join(rep.Dir, history.ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}

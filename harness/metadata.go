@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -20,10 +19,6 @@ import (
 	"gregor/history"
 	"gregor/runtime"
 )
-
-// MetadataFile is the run's partition-state samples (history.MetadataSample
-// per line), streamed while the run goes.
-const MetadataFile = history.MetadataFile
 
 // Bounds of the sampler's timing. Faster than 100 ms would load the
 // brokers under test; slower than 5 s would miss most leader changes,
@@ -116,13 +111,13 @@ type MetadataSampler struct {
 	err     error // first write error; the sampler stops on it
 }
 
-// StartMetadataSampler starts sampling into dir/metadata.jsonl (created
-// anew) until Stop or ctx ends.
-func StartMetadataSampler(ctx context.Context, dir string, cfg SamplerConfig) (*MetadataSampler, error) {
+// StartMetadataSampler starts sampling into the run directory's
+// metadata.jsonl (created anew) until Stop or ctx ends.
+func StartMetadataSampler(ctx context.Context, dir history.RunDir, cfg SamplerConfig) (*MetadataSampler, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, MetadataFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(dir.Metadata(), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +312,7 @@ func (s *MetadataSampler) Counts() (samples, failed int) {
 // controller-only voters, which serve no Metadata). A sampler that cannot
 // start is a note, not a failed run: the report then says it has no
 // samples.
-func (t *Test) startMetadata(ctx context.Context, c runtime.Cluster, dir string, epoch time.Time) (*MetadataSampler, error) {
+func (t *Test) startMetadata(ctx context.Context, c runtime.Cluster, dir history.RunDir, epoch time.Time) (*MetadataSampler, error) {
 	var brokers []runtime.NodeInfo
 	for _, n := range c.Nodes() {
 		if int(n.ID) <= t.Cluster.Nodes {

@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"gregor/checker"
-	"gregor/history"
 	"gregor/nemesis"
-	"gregor/reports"
 	"gregor/runtime"
 )
 
@@ -101,7 +97,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	rep.Dir = dir.path
+	rep.Dir = string(dir.path)
 	histClosed := false
 	closeHist := func() {
 		if !histClosed {
@@ -258,7 +254,9 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	teardown()
 
 	pr.set("check")
-	res, err := check(dir.path, &record, t.CheckTimeout, c.Capabilities().String())
+	// The stored run is read back, as a later `gregor check` would see it.
+	_, res, err := CheckRun(dir.path.History(), CheckOptions{Store: true, Faults: c.Capabilities().String(),
+		Checker: checker.Options{KeyTimeout: t.CheckTimeout}})
 	if err != nil {
 		return rep, fmt.Errorf("check: %w", err)
 	}
@@ -273,30 +271,4 @@ func interrupted(rep *Report, stopWorkload, closeHist, teardown func()) (*Report
 	closeHist()
 	teardown()
 	return rep, ErrInterrupted
-}
-
-// check reads the stored history back (what a later `gregor check` would
-// see), checks it and writes results.json.
-func check(dir string, cfg *history.Config, keyTimeout time.Duration, faults string) (checker.Result, error) {
-	ops, _, warnings, err := history.ReadFile(filepath.Join(dir, HistoryFile))
-	if err != nil {
-		return checker.Result{}, err
-	}
-	md, mdNote := reports.ReadRunMetadata(dir)
-	res, err := checker.Check(ops, cfg, checker.Options{OutDir: dir, KeyTimeout: keyTimeout, ConfigNote: "from " + ConfigFile, Metadata: md})
-	if err != nil {
-		return checker.Result{}, err
-	}
-	res.Warnings = append(warnings, res.Warnings...)
-	if err := os.WriteFile(filepath.Join(dir, ResultsFile), append(res.JSON(), '\n'), 0o644); err != nil {
-		return res, err
-	}
-	f, err := os.Create(filepath.Join(dir, ReportFile))
-	if err != nil {
-		return res, err
-	}
-	defer f.Close()
-	err = reports.WriteRun(f, reports.RunInput{Title: filepath.Base(filepath.Dir(dir)) + " " + filepath.Base(dir),
-		Config: cfg, Ops: ops, Result: &res, HistoryFile: HistoryFile, Runtime: faults, Metadata: md, MetadataNote: mdNote})
-	return res, err
 }

@@ -34,20 +34,20 @@ func leaderKillTest(t *testing.T, name, acks string, minISR int) Test {
 // checkStore asserts the store's layout after a finished run.
 func checkStore(t *testing.T, tc Test, rep *Report) {
 	t.Helper()
-	for _, f := range []string{HistoryFile, ConfigFile, ResultsFile, filepath.Join(LogsDir, "node-1.log")} {
+	for _, f := range []string{history.HistoryFile, history.ConfigFile, history.ResultsFile, filepath.Join(history.LogsDir, "node-1.log")} {
 		if st, err := os.Stat(filepath.Join(rep.Dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("store: %s missing or empty (%v)", f, err)
 		}
 	}
-	latest, err := filepath.EvalSymlinks(filepath.Join(tc.Store, tc.Name, LatestLink))
+	latest, err := filepath.EvalSymlinks(filepath.Join(tc.Store, tc.Name, history.LatestLink))
 	if want, _ := filepath.EvalSymlinks(rep.Dir); err != nil || latest != want {
 		t.Errorf("latest -> %s (%v), want %s", latest, err, want)
 	}
-	cfg, err := history.ReadConfig(filepath.Join(rep.Dir, ConfigFile))
+	cfg, err := history.ReadConfig(filepath.Join(rep.Dir, history.ConfigFile))
 	if err != nil || cfg.Seed != tc.Seed || cfg.Runtime != "process" {
 		t.Errorf("test.json: %+v (%v)", cfg, err)
 	}
-	ops, _, _, err := history.ReadFile(filepath.Join(rep.Dir, HistoryFile))
+	ops, _, _, err := history.ReadFile(filepath.Join(rep.Dir, history.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}

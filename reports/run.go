@@ -55,8 +55,9 @@ type RunInput struct {
 	// Runtime notes how faults were injected (real or emulated), one line
 	// per fault kind.
 	Runtime string
-	// Metadata are the partition-state samples of the run (ReadRunMetadata);
-	// MetadataNote says why there are none or what was wrong with the file.
+	// Metadata are the partition-state samples of the run
+	// (history.ReadRun); MetadataNote says why there are none or what was
+	// tolerated in the file.
 	Metadata     []history.MetadataSample
 	MetadataNote string
 }

@@ -14,6 +14,7 @@ import (
 
 	"gregor/checker"
 	"gregor/harness"
+	"gregor/history"
 	"gregor/nemesis"
 )
 
@@ -101,14 +102,16 @@ leader), minority, majority, all. With brokers in combined mode, a majority
 fault loses the controller quorum; add --controllers N for progress.
 The schedule comes from --seed: the same seed replays it.
 
-Store: <store>/<name>/<timestamp>/ holds history.jsonl (written as it
-happens), test.json, results.json, logs/node-N.log; <store>/<name>/latest
-points at the newest run.
+Store: <store>/<name>/<timestamp>/ holds history.jsonl and metadata.jsonl
+(written as they happen), test.json, results.json, report.html and
+logs/node-N.log; <store>/<name>/latest points at the newest run. The check
+reads the stored run back as gregor check would (DESIGN.md section 8).
 
 Exit status (as gregor check):
   0  valid: no forbidden anomaly
   1  a forbidden anomaly was found
-  2  bad input: an impossible configuration, refused before booting
+  2  bad input: an impossible configuration, refused before booting, or a
+     stored file damaged before its last line (named with its line)
   3  unknown: a check could not finish, or the run was interrupted`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -145,6 +148,9 @@ Exit status (as gregor check):
 			if errors.Is(err, harness.ErrInterrupted) {
 				return &exitError{checkUnknown, err}
 			}
+			if _, ok := errors.AsType[*history.ParseError](err); ok {
+				return &exitError{checkBadInput, err} // a stored file is damaged (history.ReadRun)
+			}
 			if err != nil {
 				return err
 			}
@@ -170,7 +176,7 @@ func verdict(cmd *cobra.Command, rep *harness.Report) error {
 			fmt.Fprintf(out, "  %-20s %6d  %s\n", a, n, kind)
 		}
 	}
-	fmt.Fprintf(out, "results: %s\n", rep.Dir+"/"+harness.ResultsFile)
+	fmt.Fprintf(out, "results: %s\n", history.RunDir(rep.Dir).Results())
 	switch res.Valid {
 	case checker.ValidTrue:
 		return nil
