@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/history"
 	"gregor/runtime"
@@ -199,7 +196,7 @@ func (s *MetadataSampler) sample(ctx context.Context) history.MetadataSample {
 			continue
 		}
 		out.Time = time.Since(s.cfg.Epoch).Nanoseconds()
-		out.Broker, out.Controller = id, resp.ControllerID
+		out.Broker, out.Controller = id, resp.Controller
 		fill(&out, resp, s.cfg.Topic)
 		s.next = (idx + 1) % n
 		return out
@@ -210,57 +207,25 @@ func (s *MetadataSampler) sample(ctx context.Context) history.MetadataSample {
 	return out
 }
 
-func (s *MetadataSampler) ask(ctx context.Context, idx int) (*kmsg.MetadataResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
+func (s *MetadataSampler) ask(ctx context.Context, idx int) (*runtime.MetadataView, error) {
 	seeds := s.clients[idx].SeedBrokers()
 	if len(seeds) != 1 {
 		return nil, fmt.Errorf("client has %d seed brokers, want 1", len(seeds))
 	}
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(s.cfg.Topic)
-	req.Topics = append(req.Topics, rt)
-	kresp, err := seeds[0].Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	resp, ok := kresp.(*kmsg.MetadataResponse)
-	if !ok {
-		return nil, fmt.Errorf("metadata answered with %T", kresp)
-	}
-	return resp, nil
+	return runtime.AskMetadata(ctx, seeds[0], s.cfg.Timeout, s.cfg.Topic)
 }
 
-// fill copies the topic's partitions from resp into out.
-func fill(out *history.MetadataSample, resp *kmsg.MetadataResponse, topic string) {
-	for _, t := range resp.Topics {
-		if t.Topic == nil || *t.Topic != topic {
-			continue
-		}
-		if e := kerr.ErrorForCode(t.ErrorCode); e != nil {
-			out.TopicError = e.Error()
-			return
-		}
-		for _, p := range t.Partitions {
-			ps := history.PartitionState{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				Replicas: orEmpty(p.Replicas), ISR: orEmpty(p.ISR), Offline: p.OfflineReplicas}
-			if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
-				ps.Error = e.Error()
-			}
-			out.Partitions = append(out.Partitions, ps)
-		}
-		slices.SortFunc(out.Partitions, func(a, b history.PartitionState) int { return int(a.Partition - b.Partition) })
-		return
+// fill copies the topic's partitions from v into out.
+func fill(out *history.MetadataSample, v *runtime.MetadataView, topic string) {
+	t, ok := v.Topic(topic)
+	switch {
+	case !ok:
+		out.TopicError = "topic " + topic + " not in the answer"
+	case t.Error != "":
+		out.TopicError = t.Error
+	default:
+		out.Partitions = t.Partitions
 	}
-	out.TopicError = "topic " + topic + " not in the answer"
-}
-
-func orEmpty(s []int32) []int32 {
-	if s == nil {
-		return []int32{}
-	}
-	return slices.Clone(s)
 }
 
 // write appends one line and flushes it: a crash leaves whole lines and at

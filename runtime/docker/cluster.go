@@ -23,9 +23,6 @@ import (
 // closeTimeout bounds the cleanup Start does itself when it fails.
 const closeTimeout = 60 * time.Second
 
-// readyPoll is the interval between ClusterSpec.Ready probes.
-const readyPoll = 100 * time.Millisecond
-
 // Cluster is a running docker cluster. It implements runtime.Cluster.
 type Cluster struct {
 	r       *Runtime
@@ -194,7 +191,7 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) error {
 
 	t = time.Now()
 	if spec.Ready != nil {
-		if err := c.waitReady(ctx, spec); err != nil {
+		if err := runtime.WaitReady(ctx, spec, c, ""); err != nil {
 			return err
 		}
 	}
@@ -244,26 +241,6 @@ func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, n
 		return fmt.Errorf("node %d: %w", ns.ID, err)
 	}
 	return nil
-}
-
-func (c *Cluster) waitReady(ctx context.Context, spec runtime.ClusterSpec) error {
-	timeout := spec.ReadyTimeout
-	if timeout <= 0 {
-		timeout = runtime.DefaultReadyTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		if last = spec.Ready(ctx, c); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster %s not ready within %v: %v", c.name, timeout, last)
-		case <-time.After(readyPoll):
-		}
-	}
 }
 
 // RunID is the id in every object's gregor.run label.

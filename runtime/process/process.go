@@ -117,32 +117,12 @@ func (r Runtime) Start(ctx context.Context, spec runtime.ClusterSpec) (runtime.C
 		}
 	}
 	if spec.Ready != nil {
-		if err := c.waitReady(ctx); err != nil {
+		if err := runtime.WaitReady(ctx, spec, c, "broker logs under "+c.dir); err != nil {
 			c.Close(context.Background())
 			return nil, err
 		}
 	}
 	return c, nil
-}
-
-func (c *Cluster) waitReady(ctx context.Context) error {
-	timeout := c.spec.ReadyTimeout
-	if timeout <= 0 {
-		timeout = runtime.DefaultReadyTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		if last = c.spec.Ready(ctx, c); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster %s not ready within %v: %w (broker logs under %s)", c.spec.Name, timeout, last, c.dir)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // Dir is where node data and logs live.
