@@ -17,16 +17,18 @@ import (
 // With no configuration every anomaly is forbidden; with no faults, nothing
 // is allowed.
 //
-// Fault classes (nemeses):
+// Fault classes are the contract's (history/nemesis.go), never spelled here:
 //
-//	leader-loss   kill, stop, pause, partition, power-loss, and the scenarios
-//	              strand-leader and kip101 (which kill leaders): can take the
-//	              leader away, so a new leader (missing the old one's tail)
-//	              takes over
-//	no-ISR        the same set: repeated, they can leave no ISR member alive
-//	any           every nemesis including slow and client-crash
+//	history.TakesLeaderAway  kill, stop, pause, partition, power-loss, and the
+//	                         scenarios strand-leader and kip101 (which kill
+//	                         leaders): a new leader (missing the old one's
+//	                         tail) takes over; repeated, they can leave no ISR
+//	                         member alive
+//	history.PowerCut         power-loss, and kill: on a lazyfs cluster they
+//	                         drop a broker's unsynced writes
+//	any                      every nemesis including slow and client faults
 //
-// The table (L = a leader-loss fault is used):
+// The table (L = a fault that takes the leader away is used):
 //
 //	anomaly                         allowed when
 //	lost-write, unseen,             acks=0 and any fault; acks=1 and L;
@@ -69,10 +71,7 @@ func Expect(cfg *history.Config) map[string]Verdict {
 			reasons[a] = append(reasons[a], why)
 		}
 	}
-	leaderLoss := false
-	for _, n := range []string{"kill", "stop", "pause", "partition", "power-loss", "strand-leader", "kip101"} {
-		leaderLoss = leaderLoss || cfg.HasNemesis(n)
-	}
+	leaderLoss := cfg.HasFault(history.TakesLeaderAway)
 	anyFault := false
 	for _, n := range cfg.Nemeses {
 		if n != "" && n != "none" {
@@ -81,7 +80,7 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	}
 	// powerLoss: a fault that can drop a broker's unsynced writes (a kill
 	// on a lazyfs cluster is a power cut).
-	powerLoss := cfg.LazyFS && cfg.Fsync != "always" && (cfg.HasNemesis("power-loss") || cfg.HasNemesis("kill"))
+	powerLoss := cfg.LazyFS && cfg.Fsync != "always" && cfg.HasFault(history.PowerCut)
 	lossSet := []string{LostWrite, Unseen, InconsistentOffsets, NonmonotonicSend, Nonlinearizable}
 	minISR := cfg.MinISR
 	if cfg.RF > 0 && (minISR <= 0 || cfg.RF < minISR) {
@@ -100,8 +99,8 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		allow(why, lossSet...)
 		allow(why+"; consumers that read them find their position beyond the new log end and are reset", PollSkip, NonmonotonicPoll)
 	}
-	if cfg.HasNemesis("power-loss") && cfg.LazyFS && cfg.Fsync != "always" &&
-		(cfg.NemesisTarget == "all" || cfg.NemesisTarget == "majority") {
+	if cfg.HasNemesis(history.NemesisPowerLoss) && cfg.LazyFS && cfg.Fsync != "always" &&
+		(cfg.NemesisTarget == history.TargetAll || cfg.NemesisTarget == history.TargetMajority) {
 		why := "fsync " + orDefault(cfg.Fsync, "never") + " with lazyfs power loss on " + cfg.NemesisTarget +
 			" nodes: acknowledged records live only in the page cache of every replica that holds them, and a power cut on all of them loses them even with acks=all (Kafka relies on replication, not fsync)"
 		allow(why, lossSet...)
