@@ -8,7 +8,7 @@ import (
 	"gregor/history"
 )
 
-// Anomaly names: a contract (DESIGN section 5), read by reports and CI.
+// Anomaly names: a contract (DESIGN.md section 5), read by reports and CI.
 const (
 	LostWrite           = "lost-write"
 	Unseen              = "unseen"
@@ -129,7 +129,7 @@ type Stats struct {
 	LostAcks int `json:"lost_acks"`
 }
 
-// Result is the checker's answer; it marshals as DESIGN section 5's object.
+// Result is the checker's answer; it marshals as DESIGN.md section 5's object.
 type Result struct {
 	Valid     Validity             `json:"valid"`
 	Anomalies map[string][]Example `json:"anomalies"`

@@ -1,4 +1,4 @@
-// Package nemesis injects faults into a running cluster (DESIGN section 3):
+// Package nemesis injects faults into a running cluster (DESIGN.md section 3):
 // what to break (Kind), whom (Target), in what shape (Shape, for
 // partitions), and when (Schedule, drawn from a seeded RNG so that --seed
 // replays it). Every fault's start and end is written to the history as an

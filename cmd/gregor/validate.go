@@ -30,7 +30,7 @@ func validateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate [--runs N] [--time-limit D]",
 		Short: "Measure the harness: detection rate per planted bug, false alarms of the safe configuration",
-		Long: `Validate checks the checker. For each planted bug (DESIGN section 6) it runs
+		Long: `Validate checks the checker. For each planted bug (DESIGN.md section 6) it runs
 the fault most likely to expose it --runs times with fresh seeds and reports
 how many runs ended in a forbidden anomaly (the detection rate) and the median
 time from the first fault to the first forbidden anomaly. Then it runs the

@@ -1,4 +1,4 @@
-// Package queue is the queue workload of DESIGN section 4: producers send
+// Package queue is the queue workload of DESIGN.md section 4: producers send
 // unique integer values to keys ("topic/partition") and consumers poll the
 // keys they assigned; every operation and its completion goes to the
 // history. It is driven by franz-go, unchanged, as a user's client would be.
