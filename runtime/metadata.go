@@ -145,13 +145,15 @@ const readyPoll = 100 * time.Millisecond
 
 // WaitReady polls spec.Ready on c every readyPoll until it passes, bounded
 // by spec.ReadyTimeout (DefaultReadyTimeout when zero); every runtime's
-// Start ends with it. where is added to the error (where to look: the
+// Start ends with it. A boot cancelled meanwhile (ctx) says so rather than
+// "not ready"; where is added to a not-ready error (where to look: the
 // brokers' logs).
 func WaitReady(ctx context.Context, spec ClusterSpec, c Cluster, where string) error {
 	timeout := spec.ReadyTimeout
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
 	}
+	outer := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := time.NewTicker(readyPoll)
@@ -163,6 +165,9 @@ func WaitReady(ctx context.Context, spec ClusterSpec, c Cluster, where string) e
 		}
 		select {
 		case <-ctx.Done():
+			if err := outer.Err(); err != nil {
+				return fmt.Errorf("cluster %s: boot cancelled while waiting for readiness: %w", spec.Name, err)
+			}
 			err := fmt.Errorf("cluster %s not ready within %v: %w", spec.Name, timeout, last)
 			if where != "" {
 				err = fmt.Errorf("%w (%s)", err, where)

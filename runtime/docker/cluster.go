@@ -23,6 +23,11 @@ import (
 // closeTimeout bounds the cleanup Start does itself when it fails.
 const closeTimeout = 60 * time.Second
 
+// createTimeout bounds one network or container create. A create is not
+// cancelled with the run (see createNode); this bound is what a cancelled
+// boot may wait for it.
+const createTimeout = 60 * time.Second
+
 // Cluster is a running docker cluster. It implements runtime.Cluster.
 type Cluster struct {
 	r       *Runtime
@@ -32,7 +37,8 @@ type Cluster struct {
 	image   string
 	network string // network ID
 	labels  map[string]string
-	nodes   []*node // sorted by ID
+	reaper  *runtime.Reaper // removes the run's objects if this process dies first
+	nodes   []*node         // sorted by ID
 	byID    map[int32]*node
 	timings Timings
 
@@ -126,6 +132,12 @@ func (r *Runtime) StartCluster(ctx context.Context, spec runtime.ClusterSpec) (*
 	c.labels[LabelManaged] = "true"
 	c.labels[LabelCluster] = spec.Name
 	c.labels[LabelRun] = c.runID
+	// The reaper starts before the first object exists, so that from here on
+	// a harness killed at any moment leaves nothing behind.
+	if c.reaper, err = runtime.StartReaper(reaperKind, c.runID); err != nil {
+		cli.Close()
+		return nil, err
+	}
 
 	if err := c.boot(ctx, spec); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
@@ -199,7 +211,18 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) error {
 	return ctx.Err()
 }
 
+// createNode creates and starts one node's container.
+//
+// The create is detached from ctx's cancellation (bounded by createTimeout):
+// a create request that reached the engine finishes there even when the
+// client stops waiting, and a container whose create had not answered when
+// the clean-up listed the run's objects would outlive it. Waiting out the
+// create makes its container known before boot returns, so Close finds it;
+// ctx is honoured right after.
 func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, ns runtime.NodeSpec, all []runtime.NodeInfo) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("node %d: %w", ns.ID, err)
+	}
 	args, err := runtime.ExpandArgs(ns.Args, runtime.VarsFor(n.info, all, DataDir))
 	if err != nil {
 		return fmt.Errorf("node %d: %w", ns.ID, err)
@@ -230,15 +253,22 @@ func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, n
 				}
 			},
 		},
-		Started: true,
-		Logger:  tcLogger{c.r},
+		Logger: tcLogger{c.r},
 	}
-	ctr, err := testcontainers.GenericContainer(ctx, req)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	ctr, err := testcontainers.GenericContainer(cctx, req)
+	cancel()
 	if ctr != nil {
 		n.containerID = ctr.GetContainerID()
 	}
 	if err != nil {
 		return fmt.Errorf("node %d: %w", ns.ID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("node %d: %w", ns.ID, err)
+	}
+	if err := ctr.Start(ctx); err != nil {
+		return fmt.Errorf("node %d: start: %w", ns.ID, err)
 	}
 	return nil
 }

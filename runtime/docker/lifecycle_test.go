@@ -1,7 +1,13 @@
 package docker
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -45,26 +51,118 @@ func TestCancelledStartCleansUp(t *testing.T) {
 	assertNoLeftovers(t, name)
 }
 
-// A cancellation at an arbitrary moment during boot (here 300 ms in, while
-// containers are being created) leaves nothing either.
-func TestCancelDuringCreateCleansUp(t *testing.T) {
+// A cancellation at any moment of boot (image present, then network,
+// container creates still in flight at the engine, starts, the readiness
+// wait) leaves nothing: no container, network, reaper process or temporary
+// file. The points are spread over the boot time measured first, at most
+// cancelPoints of them, cancelStep apart at the least; each gets a random
+// offset within its step, so that runs together cover the whole boot.
+func TestCancelBootAtManyPoints(t *testing.T) {
 	needEngine(t)
-	name := uniqueName("t-cancel2")
-	// Build the image first so that the cancellation lands in the container phase.
+	const cancelPoints, cancelStep = 16, 50 * time.Millisecond
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	if _, _, err := New(Options{}).EnsureImage(context.Background(), peerBinary); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	c, err := New(Options{}).Start(ctx, peerSpec(name, 3))
-	if err == nil {
-		// The machine was fast enough to boot in time: still must close clean.
-		c.Close(context.Background())
-		t.Log("boot finished within the 300 ms budget; checked Close instead")
-	} else {
-		t.Logf("start cancelled: %v", err)
+	name := uniqueName("t-boot")
+	t0 := time.Now()
+	c, err := New(Options{}).Start(context.Background(), peerSpec(name, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot := time.Since(t0)
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	assertNoLeftovers(t, name)
+	step := max(cancelStep, boot/cancelPoints)
+	cancelled := 0
+	for i := 0; time.Duration(i)*step <= boot+step; i++ {
+		at := time.Duration(i)*step + rand.N(step)
+		if i == 0 {
+			at = 0 // cancelled before Start is even called
+		}
+		name := fmt.Sprintf("%s-%d", uniqueName("t-boot"), i)
+		ctx, cancel := context.WithTimeout(context.Background(), at)
+		c, err := New(Options{}).Start(ctx, peerSpec(name, 3))
+		cancel()
+		if err == nil {
+			if err := c.Close(context.Background()); err != nil {
+				t.Fatalf("cancel at %v: boot finished, close: %v", at, err)
+			}
+		} else {
+			cancelled++
+			if !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline exceeded") {
+				t.Fatalf("cancel at %v: start failed for another reason: %v", at, err)
+			}
+		}
+		assertNoLeftovers(t, name)
+		assertNoReapers(t)
+		if left, _ := os.ReadDir(tmp); len(left) > 0 {
+			t.Fatalf("cancel at %v left %d entries in TMPDIR (%s, ...)", at, len(left), left[0].Name())
+		}
+	}
+	if cancelled == 0 {
+		t.Fatalf("no point cancelled a boot of %v: the test did not test cancellation", boot)
+	}
+	t.Logf("boot %v; %d of the points cancelled it, %v apart", boot.Round(time.Millisecond), cancelled, step)
+}
+
+// A harness killed with SIGKILL, during boot or once the cluster runs, cannot
+// clean up; its reaper removes the run's containers and network.
+func TestReaperCleansUpAfterSIGKILL(t *testing.T) {
+	needEngine(t)
+	if _, _, err := New(Options{}).EnsureImage(context.Background(), peerBinary); err != nil {
+		t.Fatal(err)
+	}
+	for _, when := range []string{"booted", "booting"} {
+		t.Run(when, func(t *testing.T) {
+			name := uniqueName("t-reap")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHarness$")
+			cmd.Env = append(os.Environ(), helperEnv+"="+name)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			lines := bufio.NewScanner(out)
+			for lines.Scan() && lines.Text() != when {
+			}
+			if when == "booting" {
+				// Kill it while its creates are under way: wait for the
+				// first container to exist, not for a guessed time.
+				waitFor(t, 60*time.Second, func() bool { c, _ := leftovers(t, name); return c > 0 })
+			}
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			waitFor(t, 90*time.Second, func() bool { c, n := leftovers(t, name); return c == 0 && n == 0 })
+		})
+	}
+}
+
+// helperEnv makes TestHelperHarness a harness that boots a cluster named by
+// its value and hangs (bounded) until it is killed.
+const helperEnv = "GREGOR_TEST_HARNESS_CLUSTER"
+
+func TestHelperHarness(t *testing.T) {
+	name := os.Getenv(helperEnv)
+	if name == "" {
+		t.Skip("only run as a child by TestReaperCleansUpAfterSIGKILL")
+	}
+	fmt.Println("booting")
+	if _, err := New(Options{}).Start(context.Background(), peerSpec(name, 3)); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("booted")
+	time.Sleep(2 * time.Minute) // the parent kills us long before
+	t.Fatal("not killed")
 }
 
 // Clean finds what a crashed run left (no Close was called).
@@ -74,9 +172,12 @@ func TestCleanRemovesLeftovers(t *testing.T) {
 	defer cancel()
 	name := uniqueName("t-clean")
 	spec := peerSpec(name, 2)
-	if _, err := New(Options{}).Start(ctx, spec); err != nil {
+	c, err := New(Options{}).Start(ctx, spec)
+	if err != nil {
 		t.Fatal(err)
 	}
+	// Only to release its reaper once Clean has done the work under test.
+	defer c.Close(context.Background())
 	if c, n := leftovers(t, name); c != 2 || n != 1 {
 		t.Fatalf("before clean: %d containers %d networks", c, n)
 	}

@@ -1,4 +1,4 @@
-// Command peer is the stand-in broker of the docker runtime's tests, so they
+// Command peer is the stand-in broker of the runtimes' tests, so they
 // do not depend on `gregor broker`. The image built from it answers the two
 // commands the runtime uses: `broker` (here: a line server) and `nsfault`.
 //
