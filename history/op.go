@@ -1,5 +1,5 @@
 // Package history holds the operation types of a gregor test history and
-// their JSON Lines codec (DESIGN section 4). Everything that records or reads
+// their JSON Lines codec (DESIGN.md section 4). Everything that records or reads
 // a history imports it: workloads and the nemesis write, the checker and the
 // reports read.
 //
@@ -87,7 +87,7 @@ func (p Process) String() string {
 	return fmt.Sprint(int(p))
 }
 
-// Well-known values of Op.F. Nemesis verbs are free strings.
+// Well-known values of Op.F. Nemesis verbs are the vocabulary of nemesis.go.
 const (
 	FSend      = "send"
 	FPoll      = "poll"

@@ -151,7 +151,7 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 		r.write(string(st.Kind), v, nil)
 		procs, err := r.Clients(ctx, st.Kind)
 		v.Processes = procs
-		r.write("end-"+string(st.Kind), v, err)
+		r.write(undoVerb(st.Kind), v, err)
 		return
 	}
 	r.active.Add(1)
@@ -244,7 +244,7 @@ func HealAll(ctx context.Context, c runtime.Cluster, h *history.Writer, epoch ti
 	err := errors.Join(errs...)
 	if h != nil {
 		r := Runner{History: h, Epoch: epoch}
-		r.write("heal-all", opValue{Action: Action{Nodes: touched, Partition: -1}}, err)
+		r.write(history.VerbHealAll, opValue{Action: Action{Nodes: touched, Partition: -1}}, err)
 	}
 	return err
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"gregor/history"
 )
 
 // Scenario faults play one known failure story on one partition, phase by
@@ -24,7 +26,7 @@ const (
 	// partition offline until the leader returns; an unclean election (or a
 	// controller that elects outside the ISR) loses them. With min ISR 2 a
 	// correct leader refuses them (NOT_ENOUGH_REPLICAS).
-	StrandLeader Kind = "strand-leader"
+	StrandLeader Kind = history.NemesisStrandLeader
 	// KIP101 is the two-failure data-loss scenario of KIP-101: leader A,
 	// followers X then Y (replica order). The leader's links are slowed,
 	// then Y is cut off from the other
@@ -36,7 +38,7 @@ const (
 	// healed: Y, still in the ISR, leads. Needs replica.lag.time.max.ms
 	// longer than the scenario (about 3 session timeouts) so Y stays in the
 	// ISR, as in the KIP's own timeline.
-	KIP101 Kind = "kip101"
+	KIP101 Kind = history.NemesisKIP101
 )
 
 // kip101Lag is the link delay KIP101 puts on the leader before cutting Y

@@ -17,7 +17,10 @@ import (
 // Workload runs the producers (a queue workload without consumers) and the
 // group's consumers of one test.
 type Workload struct {
-	cfg   Config
+	cfg Config
+	// prod is the producers' config, validated: the consumers read its
+	// Bootstrap, Topic, PollTimeout and Seed.
+	prod  queue.Config
 	q     *queue.Workload
 	h     *history.Writer
 	epoch time.Time
@@ -48,17 +51,26 @@ type slot struct {
 	cur *consumer
 }
 
-// New prepares a workload writing to h, with times relative to epoch.
-func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
+// New prepares a workload writing to h, with times relative to epoch:
+// producers is the queue workload the group's consumers read from (its
+// cluster, topic and seed); its Consumers must be 0, the group's consumers
+// take their place.
+func New(producers queue.Config, cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
+	if producers.Consumers != 0 {
+		return nil, fmt.Errorf("group: the producers' config asks for %d queue consumers; the group workload's consumers replace them (set Consumers on the group config)", producers.Consumers)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	q, err := queue.New(cfg.Queue, h, epoch)
+	if err := producers.Validate(); err != nil { // fills what the consumers read (Topic, PollTimeout)
+		return nil, err
+	}
+	q, err := queue.New(producers, h, epoch)
 	if err != nil {
 		return nil, err
 	}
-	w := &Workload{cfg: cfg, q: q, h: h, epoch: epoch,
-		rng: rand.New(rand.NewPCG(uint64(cfg.Queue.Seed), 0x67726f7570))} // "group"
+	w := &Workload{cfg: cfg, prod: producers, q: q, h: h, epoch: epoch,
+		rng: rand.New(rand.NewPCG(uint64(producers.Seed), 0x67726f7570))} // "group"
 	for range cfg.Consumers {
 		w.addSlot()
 	}

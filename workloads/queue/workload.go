@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -43,6 +44,9 @@ type client struct {
 func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if len(cfg.Bootstrap) == 0 {
+		return nil, errors.New("queue: no bootstrap brokers")
 	}
 	return &Workload{cfg: cfg, h: h, epoch: epoch, next: make([]atomic.Int64, cfg.Partitions),
 		live: map[int]*client{}, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x717565756))}, nil
