@@ -80,7 +80,8 @@ type Config struct {
 	DefaultReplicationFactor int16
 
 	// StrictInvariants panics when an apply breaks an image invariant
-	// (tests); otherwise the violation is logged and counted.
+	// (tests; also on whenever the process turned invariant checks on);
+	// otherwise the violation is logged and counted.
 	StrictInvariants bool
 	Bugs             Bugs
 

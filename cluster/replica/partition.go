@@ -9,7 +9,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -88,13 +87,16 @@ type Partition struct {
 	state meta.Partition
 	// minISR is the topic's min.insync.replicas.
 	minISR int
-	// Invariant: hw <= log.LEO(). On the leader hw never decreases while it
-	// stays leader in one epoch.
-	hw int64
+	// Invariant: 0 <= hw <= log.LEO(). On the leader hw never decreases
+	// while it stays leader in one epoch (hwMark is what checks it).
+	hw     int64
+	hwMark hwMark
 	// followers is the leader's view of each other replica (nil on followers).
+	// Invariant: on the leader, one entry per other replica.
 	followers map[int32]*follower
 	// pendingISR is an ISR the leader has asked for and not yet seen
-	// published. While an expansion is pending the HW counts the new member
+	// published. Invariant: nil off the leader; it keeps the leader and
+	// stays within the replicas. While an expansion is pending the HW counts the new member
 	// too (Kafka's "maximal ISR"), so it can only be more conservative.
 	pendingISR []int32
 	producers  *producer.State
@@ -156,14 +158,6 @@ func (p *Partition) Watch() <-chan struct{} {
 	return p.watch()
 }
 
-// checkInvariants panics on a broken invariant: continuing would corrupt
-// what the harness is testing. Caller holds mu.
-func (p *Partition) checkInvariants() {
-	if leo := p.log.LEO(); p.hw > leo {
-		panic(fmt.Sprintf("%s/%d: invariant HW <= LEO broken: hw=%d leo=%d", p.Topic, p.Index, p.hw, leo))
-	}
-}
-
 // Update applies the controller's published state for this partition: a new
 // leader epoch makes this replica leader or follower; a new partition epoch
 // with the same leader epoch is an ISR change.
@@ -201,6 +195,7 @@ func (p *Partition) Update(st meta.Partition, minISR int) {
 	if st.Leader == me {
 		p.maybeAdvanceHW()
 	}
+	p.checkInvariants()
 	p.wake()
 }
 
@@ -387,6 +382,7 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 	res.EndOffset = next
 	res.BytesAppend = len(buf)
 	p.maybeAdvanceHW()
+	p.checkInvariants()
 	p.wake()
 	return res, nil
 }
