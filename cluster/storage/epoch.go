@@ -14,8 +14,8 @@ type EpochEntry struct {
 }
 
 // epochCache is the leader-epoch cache, persisted like Kafka's leader-epoch-checkpoint.
-// Invariant: Epoch and StartOffset both strictly increase along entries, every StartOffset is
-// >= 0 and <= LEO.
+// Invariant (epochCache.invariants): Epoch and StartOffset both strictly increase along entries,
+// every Epoch is >= 0 and every StartOffset within [log start offset, LEO].
 type epochCache struct {
 	entries []EpochEntry
 }
@@ -140,6 +140,7 @@ func (c *epochCache) save(dir string) error {
 func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.assertInvariants()
 	if err := l.usable(); err != nil {
 		return err
 	}
