@@ -21,8 +21,8 @@ type Voter struct {
 	RaftAddr string
 	// NonVoter nodes replicate the metadata log but never vote or lead:
 	// brokers beside dedicated controllers (KRaft's process.roles=broker
-	// next to process.roles=controller nodes). Invariant: at least one
-	// listed node votes.
+	// next to process.roles=controller nodes). Invariant (checked by
+	// Config.validate): at least one listed node votes.
 	NonVoter bool
 }
 

@@ -41,7 +41,8 @@ type PartitionState struct {
 	Partition int32
 	// Replicas is the assignment, in preference order; fixed at creation.
 	Replicas []int32
-	// Invariant: ISR non-empty; ISR ⊆ Replicas; no duplicates.
+	// Invariant (checkInvariants, after every apply): ISR non-empty;
+	// ISR ⊆ Replicas; no duplicates.
 	ISR []int32
 	// Invariant: Leader == NoLeader or Leader ∈ ISR (an unclean election
 	// sets ISR = [Leader]); a leader is a registered, live broker.
