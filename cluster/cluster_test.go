@@ -373,7 +373,7 @@ func (tc *testCluster) rawProduceWith(topic string, acks int16, value string, ti
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = storage.NewTestBatch(0, 0, []byte(value))
+	rp.Records = storage.NewBatch(0, 0, []byte(value))
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
