@@ -286,23 +286,19 @@ func (p *Partition) maybeAdvanceHW() {
 	}
 }
 
-// ErrNotLeader and friends map to Kafka errors at the wire.
-var (
-	ErrClosed = errors.New("partition closed")
-)
-
 // AppendResult is the outcome of a leader append.
 type AppendResult struct {
+	// BaseOffset is the first offset written (or, for a retried duplicate,
+	// first written the first time).
 	BaseOffset int64
 	// EndOffset is one past the last offset written: acks=all waits for the
 	// HW to reach it.
-	EndOffset   int64
-	Epoch       int32
-	LogStart    int64
-	Duplicate   bool
-	AppendTime  int64
-	NumRecords  int
-	BytesAppend int
+	EndOffset int64
+	// Epoch is the leader epoch the batch was appended in: acks=all fails
+	// if leadership moves on before the HW reaches EndOffset.
+	Epoch int32
+	// LogStart is the log start offset, which Produce responses carry.
+	LogStart int64
 }
 
 // AppendAsLeader validates the batches a producer sent, assigns offsets and
@@ -336,7 +332,7 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 	if len(items) == 0 {
 		return AppendResult{}, kerr.InvalidRecord
 	}
-	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset(), AppendTime: -1}
+	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset()}
 	// Idempotence: Kafka producers send one batch per partition per request,
 	// so a request is either wholly a duplicate or wholly new.
 	if len(items) == 1 {
@@ -346,7 +342,7 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 			return AppendResult{}, v.Err
 		}
 		if v.Duplicate {
-			res.BaseOffset, res.EndOffset, res.Duplicate = v.FirstOffset, v.LastOffset+1, true
+			res.BaseOffset, res.EndOffset = v.FirstOffset, v.LastOffset+1
 			return res, nil
 		}
 	} else {
@@ -364,7 +360,6 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 		storage.SetBaseOffset(it.batch, next)
 		storage.SetPartitionLeaderEpoch(it.batch, p.state.LeaderEpoch)
 		next += int64(it.h.LastOffsetDelta) + 1
-		res.NumRecords += int(it.h.NumRecords)
 	}
 	total := 0
 	for _, it := range items {
@@ -380,7 +375,6 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 		p.producers.Record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, res.BaseOffset, next-1)
 	}
 	res.EndOffset = next
-	res.BytesAppend = len(buf)
 	p.maybeAdvanceHW()
 	p.checkInvariants()
 	p.wake()
