@@ -13,6 +13,7 @@ import (
 	"gregor/checker"
 	"gregor/harness/runtime"
 	"gregor/history"
+	"gregor/internal/sleep"
 	"gregor/nemesis"
 	"gregor/reports"
 	"gregor/workloads/group"
@@ -305,7 +306,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	stopWorkload := func() { cancelWorkload(); wlWG.Wait() }
 
 	pr.set("warm-up")
-	sleepCtx(ctx, t.WarmUp)
+	sleep.For(ctx, t.WarmUp)
 
 	pr.set("faults")
 	fctx, cancel := context.WithTimeout(ctx, t.TimeLimit)

@@ -10,6 +10,7 @@ import (
 
 	"gregor/harness/runtime"
 	"gregor/history"
+	"gregor/internal/sleep"
 )
 
 // Runner applies a schedule to a cluster and writes every fault's start and
@@ -58,27 +59,12 @@ func (r *Runner) Done() int { return int(r.done.Load()) }
 func (r *Runner) Run(ctx context.Context, sched Schedule) error {
 	base := time.Now()
 	for i, st := range sched {
-		if err := sleepUntil(ctx, base.Add(st.At)); err != nil {
+		if !sleep.Until(ctx, base.Add(st.At)) {
 			return nil
 		}
 		r.step(ctx, i, st)
 	}
 	return nil
-}
-
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // opValue is what a nemesis operation carries in "value".
@@ -158,7 +144,7 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	defer r.active.Add(-1)
 	r.done.Add(1)
 	r.write(string(st.Kind), v, r.apply(ctx, st.Kind, a))
-	sleepUntil(ctx, time.Now().Add(st.Hold))
+	sleep.For(ctx, st.Hold)
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
 	defer cancel()
 	r.write(undoVerb(st.Kind), v, r.undo(uctx, st.Kind, a))

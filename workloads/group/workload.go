@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gregor/history"
+	"gregor/internal/sleep"
 	"gregor/workloads/queue"
 )
 
@@ -130,7 +131,7 @@ func (w *Workload) slotLoop(ctx context.Context, s *slot) {
 		}
 		c, err := w.start(s)
 		if err != nil {
-			sleepCtx(ctx, 200*time.Millisecond)
+			sleep.For(ctx, 200*time.Millisecond)
 			continue
 		}
 		end := c.run(ctx)
@@ -232,7 +233,7 @@ func (w *Workload) RollingRestart(ctx context.Context) ([]int, error) {
 		// consume again: an assignment.
 		deadline := time.Now().Add(w.cfg.RestartSettle)
 		for !c.assigned.Load() && time.Now().Before(deadline) && ctx.Err() == nil {
-			sleepCtx(ctx, 20*time.Millisecond)
+			sleep.For(ctx, 20*time.Millisecond)
 		}
 	}
 	return procs, errors.Join(errs...)
@@ -248,16 +249,7 @@ func (w *Workload) waitStarted(ctx context.Context, s *slot, old *consumer, limi
 		if c != nil && c != old {
 			return c, nil
 		}
-		sleepCtx(ctx, 10*time.Millisecond)
+		sleep.For(ctx, 10*time.Millisecond)
 	}
 	return nil, fmt.Errorf("no new consumer within %v", limit)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

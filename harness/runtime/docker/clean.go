@@ -13,6 +13,8 @@ import (
 	dnetwork "github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
+
+	"gregor/internal/sleep"
 )
 
 // Filter narrows Clean. The zero value matches everything gregor made.
@@ -92,7 +94,7 @@ func removeLabelled(ctx context.Context, cli *client.Client, f Filter) (Removed,
 			out.Containers = append(out.Containers, name)
 		}
 		if pass < containerPasses-1 {
-			sleep(ctx, cleanPause)
+			sleep.For(ctx, cleanPause)
 		}
 	}
 	nets, err := cli.NetworkList(ctx, dnetwork.ListOptions{Filters: f.args()})
@@ -106,7 +108,7 @@ func removeLabelled(ctx context.Context, cli *client.Client, f Filter) (Removed,
 				err = nil
 				break
 			}
-			sleep(ctx, cleanPause)
+			sleep.For(ctx, cleanPause)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("remove network %s: %w", nw.Name, err))
@@ -132,14 +134,4 @@ func removeLabelled(ctx context.Context, cli *client.Client, f Filter) (Removed,
 		}
 	}
 	return out, errors.Join(errs...)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
