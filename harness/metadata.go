@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -255,7 +256,7 @@ func fill(out *history.MetadataSample, resp *kmsg.MetadataResponse, topic string
 			}
 			out.Partitions = append(out.Partitions, ps)
 		}
-		slices.SortFunc(out.Partitions, func(a, b history.PartitionState) int { return int(a.Partition - b.Partition) })
+		slices.SortFunc(out.Partitions, func(a, b history.PartitionState) int { return cmp.Compare(a.Partition, b.Partition) })
 		return
 	}
 	out.TopicError = "topic " + topic + " not in the answer"

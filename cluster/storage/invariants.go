@@ -125,18 +125,29 @@ func (s *segment) indexInvariants() error {
 	return nil
 }
 
-// invariants: epochs and start offsets strictly increase, every start
-// offset within [log start, LEO].
+// invariants: ordered, and every start offset within [log start, LEO].
 func (c *epochCache) invariants(start, leo int64) error {
 	if c == nil {
 		return errors.New("no epoch cache")
 	}
-	for i, e := range c.entries {
+	if err := c.ordered(); err != nil {
+		return err
+	}
+	for _, e := range c.entries {
 		if e.StartOffset < start || e.StartOffset > leo {
 			return fmt.Errorf("epoch %d starts at %d, outside the log [%d, %d]", e.Epoch, e.StartOffset, start, leo)
 		}
-		if e.Epoch < 0 {
-			return fmt.Errorf("negative epoch %d", e.Epoch)
+	}
+	return nil
+}
+
+// ordered: epochs are >= 0 and start offsets >= 0, both strictly
+// increasing. The part a checkpoint file can be held to when it is read,
+// before the log it describes is recovered.
+func (c *epochCache) ordered() error {
+	for i, e := range c.entries {
+		if e.Epoch < 0 || e.StartOffset < 0 {
+			return fmt.Errorf("negative epoch entry %v", e)
 		}
 		if i > 0 {
 			if p := c.entries[i-1]; e.Epoch <= p.Epoch || e.StartOffset <= p.StartOffset {

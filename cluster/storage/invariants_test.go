@@ -64,8 +64,8 @@ func TestStorageInvariantsCatch(t *testing.T) {
 		{"negative unsynced", func(l *Log, a *segment) { l.unsyncedRecords = -1 }, "unsynced records"},
 		{"epochs not increasing", func(l *Log, a *segment) { l.epochs.entries[1].Epoch = 0 }, "does not follow"},
 		{"epoch past LEO", func(l *Log, a *segment) { l.epochs.entries[1].StartOffset = a.next + 1 }, "outside the log"},
-		{"epoch before log start", func(l *Log, a *segment) { l.epochs.entries[0].StartOffset = -1 }, "outside the log"},
-		{"negative epoch", func(l *Log, a *segment) { l.epochs.entries[0].Epoch = -2 }, "negative epoch"},
+		{"negative epoch start", func(l *Log, a *segment) { l.epochs.entries[0].StartOffset = -1 }, "negative epoch entry"},
+		{"negative epoch", func(l *Log, a *segment) { l.epochs.entries[0].Epoch = -2 }, "negative epoch entry"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -78,6 +78,15 @@ func TestStorageInvariantsCatch(t *testing.T) {
 				t.Fatalf("check said %v, want an error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// An epoch entry before the log start (retention moved the start past it
+// without trimming the cache) is caught.
+func TestEpochBeforeLogStartCaught(t *testing.T) {
+	c := &epochCache{entries: []EpochEntry{{Epoch: 1, StartOffset: 5}}}
+	if err := c.invariants(10, 20); err == nil || !strings.Contains(err.Error(), "outside the log [10, 20]") {
+		t.Fatalf("entry at 5 in a log starting at 10: %v", err)
 	}
 }
 
