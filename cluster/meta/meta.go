@@ -25,20 +25,40 @@ type Broker struct {
 	Epoch int64
 }
 
-// Partition is the replicated state of one partition. Check verifies the
-// invariants below.
+// Partition is the replicated state of one partition: the controller's
+// image holds it, and brokers act on it (one type for both: see
+// controller.Image). Check verifies the invariants below.
 type Partition struct {
 	Topic string
 	Index int32
+	// Replicas is the assignment, in preference order; fixed at creation.
 	// Invariant: non-empty, no duplicates.
 	Replicas []int32
 	// Invariant: non-empty, no duplicates, ISR ⊆ Replicas.
 	ISR []int32
-	// Invariant: Leader == NoLeader or Leader ∈ ISR.
+	// Invariant: Leader == NoLeader or Leader ∈ ISR (an unclean election
+	// sets ISR = [Leader]). That a leader is a registered, live broker is
+	// an invariant of the controller's image, which knows the brokers.
 	Leader int32
-	// Invariant: both epochs >= 0.
+	// LeaderEpoch grows by one on every leader change (including to and
+	// from NoLeader); PartitionEpoch by one on every change of this state.
+	// Invariant: both >= 0.
 	LeaderEpoch    int32
 	PartitionEpoch int32
+}
+
+// InISR reports whether id is in the ISR.
+func (p Partition) InISR(id int32) bool { return slices.Contains(p.ISR, id) }
+
+// IsReplica reports whether id is in the assignment.
+func (p Partition) IsReplica(id int32) bool { return slices.Contains(p.Replicas, id) }
+
+// Clone copies p with its own Replicas and ISR, for a change that must not
+// touch a published image.
+func (p Partition) Clone() Partition {
+	p.Replicas = slices.Clone(p.Replicas)
+	p.ISR = slices.Clone(p.ISR)
+	return p
 }
 
 // Check returns the first broken invariant of a published partition state,
