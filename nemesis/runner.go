@@ -31,8 +31,10 @@ type Runner struct {
 	// and returns the processes it started. Needed for those steps.
 	Clients func(ctx context.Context, k Kind) (processes []int, err error)
 	// SlowDelay, SlowJitter and SlowLoss are a Slow fault's link impairment.
-	// Invariant for a slow fault to shrink the ISR: SlowDelay (or the loss's
-	// retransmission delay) exceeds replica.lag.time.max.ms.
+	// For a slow fault to shrink the ISR, SlowDelay (or the loss's
+	// retransmission delay) must exceed replica.lag.time.max.ms: a property
+	// of the run's settings, not of this state, so not an invariant checked
+	// here (the cluster's lag setting lives on the brokers, not here).
 	SlowDelay, SlowJitter time.Duration
 	SlowLoss              float64
 	// StopGrace bounds a Stop's controlled shutdown before SIGKILL.
@@ -57,6 +59,9 @@ func (r *Runner) Done() int { return int(r.done.Load()) }
 // done. A fault in force when ctx ends is undone before Run returns, so the
 // caller's heal finds only what a failed undo left.
 func (r *Runner) Run(ctx context.Context, sched Schedule) error {
+	if err := sched.Check(); err != nil {
+		return err // overlapping faults would undo each other's effects
+	}
 	base := time.Now()
 	for i, st := range sched {
 		if !sleep.Until(ctx, base.Add(st.At)) {

@@ -27,7 +27,8 @@ type Workload struct {
 	mu sync.Mutex
 	// slots[i] is consumer slot i; a slot's consumer is replaced on crash,
 	// restart and poll-interval expiry. Invariant: len(slots) <=
-	// MaxConsumers; guarded by mu, like rng and run.
+	// MaxConsumers (Config.validate bounds the start, Join refuses past
+	// it); guarded by mu, like rng and run.
 	slots []*slot
 	rng   *rand.Rand
 	// run is the context and wait group of Run, so Join can add a slot;
