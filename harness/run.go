@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"gregor/checker"
-	"gregor/harness/runtime"
 	"gregor/history"
 	"gregor/internal/sleep"
 	"gregor/nemesis"
 	"gregor/reports"
+	"gregor/runtime"
 	"gregor/workloads/group"
 	"gregor/workloads/queue"
 )

@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gregor/harness/runtime"
 	"gregor/history"
 	"gregor/internal/sleep"
+	"gregor/runtime"
 )
 
 // Runner applies a schedule to a cluster and writes every fault's start and

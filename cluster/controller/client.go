@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/meta"
+	"gregor/internal/sleep"
 )
 
 // Client sends requests to the active controller, finding it and retrying
@@ -85,12 +86,8 @@ func (cl *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 				continue // Active names the new controller: no backoff
 			}
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep.For(ctx, backoff) {
 			return nil, fmt.Errorf("%w (last: %v)", ctx.Err(), lastErr)
-		case <-t.C:
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
