@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"gregor/cluster/invariant"
-	"gregor/cluster/meta"
 )
 
 // hwMark is the HW a leader had at the last check, in the epoch it led:
@@ -49,7 +48,7 @@ func (p *Partition) invariants() error {
 		if err := p.state.Check(); err != nil {
 			return fmt.Errorf("published state %+v: %w", p.state, err)
 		}
-		if !meta.Contains(p.state.Replicas, me) {
+		if !p.state.IsReplica(me) {
 			return fmt.Errorf("node %d holds a replica but is not in replicas %v", me, p.state.Replicas)
 		}
 	}
@@ -82,7 +81,7 @@ func (p *Partition) followerInvariants(leading bool, leo int64) error {
 		return fmt.Errorf("leader tracks %d followers for replicas %v", len(p.followers), p.state.Replicas)
 	}
 	for id, f := range p.followers {
-		if id == me || !meta.Contains(p.state.Replicas, id) {
+		if id == me || !p.state.IsReplica(id) {
 			return fmt.Errorf("leader tracks %d, not another replica of %v", id, p.state.Replicas)
 		}
 		// A follower's fetch offset is its LEO; the leader refuses one
@@ -102,7 +101,7 @@ func (p *Partition) followerInvariants(leading bool, leo int64) error {
 			return fmt.Errorf("pending ISR %v drops the leader %d", p.pendingISR, me)
 		}
 		for _, r := range p.pendingISR {
-			if !meta.Contains(p.state.Replicas, r) {
+			if !p.state.IsReplica(r) {
 				return fmt.Errorf("pending ISR %v not within replicas %v", p.pendingISR, p.state.Replicas)
 			}
 		}
