@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gregor/checker"
+	"gregor/internal/sleep"
 	"gregor/nemesis"
 	"gregor/runtime"
 )
@@ -208,7 +209,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	stopWorkload := func() { cancelWorkload(); wlWG.Wait() }
 
 	pr.set("warm-up")
-	sleepCtx(ctx, t.WarmUp)
+	sleep.For(ctx, t.WarmUp)
 
 	pr.set("faults")
 	fctx, cancel := context.WithTimeout(ctx, t.TimeLimit)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"gregor/internal/sleep"
 	"gregor/runtime"
 )
 
@@ -60,7 +61,7 @@ func CreateTopic(ctx context.Context, bootstrap []string, t TopicSpec) error {
 			err = r.Err
 		}
 		last = err
-		sleepCtx(ctx, 200*time.Millisecond)
+		sleep.For(ctx, 200*time.Millisecond)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("create topic %s: %w (last: %v)", t.Name, ctx.Err(), last)
@@ -85,7 +86,7 @@ func WaitHealthy(ctx context.Context, bootstrap []string, t TopicSpec) error {
 		if last = healthy(ctx, cl, t); last == nil {
 			return nil
 		}
-		if !sleepCtx(ctx, 200*time.Millisecond) {
+		if !sleep.For(ctx, 200*time.Millisecond) {
 			return fmt.Errorf("topic %s not healthy: %v", t.Name, last)
 		}
 	}
@@ -131,16 +132,4 @@ func healthy(ctx context.Context, cl *kgo.Client, t TopicSpec) error {
 		}
 	}
 	return nil
-}
-
-// sleepCtx sleeps d unless ctx ends first; it reports whether ctx is alive.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

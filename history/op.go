@@ -74,7 +74,8 @@ func ParseType(s string) (Type, bool) {
 }
 
 // Process identifies who ran an operation: a client id (>= 0) or the nemesis.
-// Invariant: a Process is >= 0 or equal to Nemesis.
+// Invariant: a Process is >= 0 or equal to Nemesis (the decoder refuses
+// anything else; writers make only client ids and Nemesis).
 type Process int
 
 // Nemesis is the process of fault operations; it marshals as "nemesis".
@@ -133,7 +134,8 @@ type KeyOffset struct {
 type Mop struct {
 	Kind MopKind
 	// Send: the key and value written, and the offset the broker acknowledged
-	// it at. Invariant: Offset >= 0 or Offset == NoOffset.
+	// it at. Invariant: Offset >= 0 or Offset == NoOffset (the decoder maps a
+	// negative offset to NoOffset).
 	Key    string
 	Value  int64
 	Offset int64

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gregor/history"
+	"gregor/internal/sleep"
 )
 
 // Scenario faults play one known failure story on one partition, phase by
@@ -104,7 +105,7 @@ func (r *Runner) scenario(ctx context.Context, st Step, v opValue) {
 		r.write(string(st.Kind), pv, err)
 		return true
 	}
-	hold := func(d time.Duration) bool { return sleepUntil(ctx, time.Now().Add(d)) == nil }
+	hold := func(d time.Duration) bool { return sleep.For(ctx, d) }
 	kill := func(id int32) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -127,7 +128,7 @@ func (r *Runner) scenario(ctx context.Context, st Step, v opValue) {
 					return s, true
 				}
 			}
-			sleepUntil(ctx, time.Now().Add(200*time.Millisecond))
+			sleep.For(ctx, 200*time.Millisecond)
 		}
 		return last, false
 	}

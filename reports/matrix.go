@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -86,15 +88,8 @@ func (c Cell) Failed() bool { return c.Valid == "false" || c.Valid == "crashed" 
 // SortCells orders cells by configuration, nemesis and seed, so a merged
 // set of shards renders exactly as the unsharded run.
 func SortCells(cells []Cell) {
-	sort.Slice(cells, func(i, j int) bool {
-		a, b := cells[i], cells[j]
-		if a.Config != b.Config {
-			return a.Config < b.Config
-		}
-		if a.Nemesis != b.Nemesis {
-			return a.Nemesis < b.Nemesis
-		}
-		return a.Seed < b.Seed
+	slices.SortFunc(cells, func(a, b Cell) int {
+		return cmp.Or(cmp.Compare(a.Config, b.Config), cmp.Compare(a.Nemesis, b.Nemesis), cmp.Compare(a.Seed, b.Seed))
 	})
 }
 

@@ -46,7 +46,9 @@ type Cluster struct {
 	// Docker call that waits for a container (exec, stop), only across the
 	// bookkeeping, so faults on different nodes proceed in parallel.
 	mu sync.Mutex
-	// drops[a][b]: a drops b's packets. Invariant: drops[a][b] == drops[b][a].
+	// drops[a][b]: a drops b's packets. Invariant: drops[a][b] == drops[b][a]
+	// (Partition merges runtime.Cuts, which tests prove symmetric, and Heal
+	// clears the whole map).
 	drops map[int32]map[int32]bool
 	// slow[id] is the Slow in force on a node, re-applied when it restarts.
 	slow map[int32]slowSpec

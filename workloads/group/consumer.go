@@ -51,7 +51,9 @@ type consumer struct {
 	assigned   atomic.Bool // an assignment arrived (a rolling restart waits for it)
 
 	// mu orders events against death. Invariant: once dead is set (under
-	// mu), the process writes no event except its crash or leave line.
+	// mu), the process writes no event except its crash or leave line. Not
+	// checked as state (a line not written leaves no state): event and the
+	// commit writer test dead under mu before writing.
 	mu   sync.Mutex
 	dead atomic.Bool
 

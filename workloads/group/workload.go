@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gregor/history"
+	"gregor/internal/sleep"
 	"gregor/workloads/queue"
 )
 
@@ -29,7 +30,8 @@ type Workload struct {
 	mu sync.Mutex
 	// slots[i] is consumer slot i; a slot's consumer is replaced on crash,
 	// restart and poll-interval expiry. Invariant: len(slots) <=
-	// MaxConsumers; guarded by mu, like rng and run.
+	// MaxConsumers (Config.validate bounds the start, Join refuses past
+	// it); guarded by mu, like rng and run.
 	slots []*slot
 	rng   *rand.Rand
 	// run is the context and wait group of Run, so Join can add a slot;
@@ -142,7 +144,7 @@ func (w *Workload) slotLoop(ctx context.Context, s *slot) {
 		}
 		c, err := w.start(s)
 		if err != nil {
-			sleepCtx(ctx, 200*time.Millisecond)
+			sleep.For(ctx, 200*time.Millisecond)
 			continue
 		}
 		end := c.run(ctx)
@@ -244,7 +246,7 @@ func (w *Workload) RollingRestart(ctx context.Context) ([]int, error) {
 		// consume again: an assignment.
 		deadline := time.Now().Add(w.cfg.RestartSettle)
 		for !c.assigned.Load() && time.Now().Before(deadline) && ctx.Err() == nil {
-			sleepCtx(ctx, 20*time.Millisecond)
+			sleep.For(ctx, 20*time.Millisecond)
 		}
 	}
 	return procs, errors.Join(errs...)
@@ -260,16 +262,7 @@ func (w *Workload) waitStarted(ctx context.Context, s *slot, old *consumer, limi
 		if c != nil && c != old {
 			return c, nil
 		}
-		sleepCtx(ctx, 10*time.Millisecond)
+		sleep.For(ctx, 10*time.Millisecond)
 	}
 	return nil, fmt.Errorf("no new consumer within %v", limit)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -22,7 +22,8 @@ type Workload struct {
 	epoch time.Time
 
 	// next[p] is the last value handed out for partition p. Invariant:
-	// values of a key are unique across the test (only Add hands them out).
+	// values of a key are unique across the test (only an atomic Add hands
+	// them out; the checker reports a repeated value as a duplicate send).
 	next     []atomic.Int64
 	nextProc atomic.Int64
 	ops      atomic.Int64
