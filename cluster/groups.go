@@ -80,12 +80,12 @@ func (l offsetsLog) Append(ctx context.Context, epoch int32, recs []group.Record
 	if st := l.p.State(); st.Leader != l.node || st.LeaderEpoch != epoch {
 		return 0, kerr.NotLeaderForPartition
 	}
-	tb := storage.TestBatch{Timestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	b := storage.Batch{Timestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
 	for _, r := range recs {
-		tb.Keys = append(tb.Keys, r.Key)
-		tb.Values = append(tb.Values, r.Value)
+		b.Keys = append(b.Keys, r.Key)
+		b.Values = append(b.Values, r.Value)
 	}
-	res, e := l.p.AppendAsLeader(tb.Encode(), -1)
+	res, e := l.p.AppendAsLeader(b.Encode(), -1)
 	if e != nil {
 		return 0, e
 	}

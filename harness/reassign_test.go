@@ -11,25 +11,23 @@ import (
 	"gregor/history"
 	"gregor/nemesis"
 	"gregor/runtime/process"
-	"gregor/workloads/queue"
 )
 
 // reassignTest is a short run on 4 brokers (RF 3, so every partition has a
 // broker to move to) whose nemesis moves a partition's replicas, leader
 // first, every couple of seconds while producers write.
 func reassignTest(t *testing.T, name, acks string, minISR int) Test {
+	c := testCluster(4, minISR)
+	c.Fsync = "never"
 	return Test{
-		Name: name, Store: t.TempDir(), Runtime: process.Runtime{Dir: t.TempDir()},
-		Spec: testSpec(name, 4, minISR), Brokers: 4,
-		Config: history.Config{Acks: acks, MinISR: minISR, RF: 3, Partitions: 2, Nemeses: []string{"reassign"},
-			Seed: 7, TimeLimit: history.Duration(10 * time.Second), Nodes: 4, Fsync: "never", Idempotence: true},
-		Topic: TopicSpec{Name: "queue", Partitions: 2, RF: 3, MinISR: minISR},
-		Workload: queue.Config{Acks: acks, Retries: -1, DeliveryTimeout: 4 * time.Second, Rate: 300,
-			Producers: 4, Consumers: 1, Seed: 7, Idempotence: true},
-		Nemesis: NemesisOptions{Kinds: []nemesis.Kind{nemesis.Reassign}, Target: nemesis.TargetRandom,
-			Interval: 2 * time.Second, Hold: 2 * time.Second},
-		WarmUp: time.Second, TimeLimit: 10 * time.Second,
-		RecoveryTimeout: 30 * time.Second, FinalReadTimeout: 30 * time.Second,
+		Config: Config{Name: name, Store: t.TempDir(), Cluster: c, Partitions: 2, RF: 3,
+			Acks: acks, Idempotence: true, Retries: -1, DeliveryTimeout: 4 * time.Second, Rate: 300,
+			Producers: 4, Consumers: 1,
+			Nemeses: []string{string(nemesis.Reassign)}, Target: string(nemesis.TargetRandom),
+			Interval: 2 * time.Second, Hold: 2 * time.Second, Seed: 7,
+			WarmUp: time.Second, TimeLimit: 10 * time.Second,
+			RecoveryTimeout: 30 * time.Second, FinalReadTimeout: 30 * time.Second},
+		Runtime: process.Runtime{Dir: t.TempDir()}, Binary: binary,
 		CheckTimeout: 20 * time.Second,
 	}
 }
@@ -49,7 +47,7 @@ func TestReassignAcksAllMinISR2LosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v (report %+v)", err, rep)
 	}
-	ops, _, _, err := history.ReadFile(filepath.Join(rep.Dir, HistoryFile))
+	ops, _, _, err := history.ReadFile(filepath.Join(rep.Dir, history.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +62,14 @@ func TestReassignAcksAllMinISR2LosesNothing(t *testing.T) {
 		}
 		json.Unmarshal(op.Raw, &v)
 		switch op.F {
-		case "reassign":
+		case history.NemesisReassign:
 			if op.Error != "" {
 				t.Errorf("reassign failed: %s (%s)", op.Error, v.Note)
 				continue
 			}
 			moves++
 			t.Logf("%s", v.Note)
-		case "end-reassign":
+		case history.EndVerb(history.NemesisReassign):
 			if op.Error != "" {
 				t.Errorf("moving back failed: %s (%s)", op.Error, v.Note)
 				continue

@@ -12,26 +12,10 @@ import (
 	"gregor/runtime"
 )
 
-// Store layout, one directory per run:
-//
-//	<store>/<test>/<timestamp>/history.jsonl   written as it happens
-//	<store>/<test>/<timestamp>/test.json       the configuration, seed included
-//	<store>/<test>/<timestamp>/results.json    the checker's result
-//	<store>/<test>/<timestamp>/logs/node-N.log every broker's output
-//	<store>/<test>/latest -> <timestamp>
-const (
-	HistoryFile = "history.jsonl"
-	ConfigFile  = "test.json"
-	ResultsFile = "results.json"
-	// ReportFile is the self-contained HTML report of the run.
-	ReportFile = "report.html"
-	LogsDir    = "logs"
-	LatestLink = "latest"
-)
-
-// runDir is one run's directory and its open history.
+// runDir is one run's directory (history.RunDir names its files) and its
+// open history.
 type runDir struct {
-	path string
+	path history.RunDir
 	file *os.File
 	hist *history.Writer
 }
@@ -46,10 +30,11 @@ func openRunDir(store, test string, cfg *history.Config, now time.Time) (*runDir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := history.WriteConfig(filepath.Join(dir, ConfigFile), cfg); err != nil {
+	rd := history.RunDir(dir)
+	if err := history.WriteConfig(rd.Config(), cfg); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, HistoryFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(rd.History(), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -57,9 +42,9 @@ func openRunDir(store, test string, cfg *history.Config, now time.Time) (*runDir
 	tmp := filepath.Join(base, fmt.Sprintf(".latest-%d", os.Getpid()))
 	os.Remove(tmp)
 	if err := os.Symlink(stamp, tmp); err == nil {
-		os.Rename(tmp, filepath.Join(base, LatestLink))
+		os.Rename(tmp, filepath.Join(base, history.LatestLink))
 	}
-	return &runDir{path: dir, file: f, hist: history.NewWriter(f, history.DefaultFlushInterval)}, nil
+	return &runDir{path: rd, file: f, hist: history.NewWriter(f, history.DefaultFlushInterval)}, nil
 }
 
 // close flushes and syncs the history.
@@ -78,14 +63,13 @@ func (d *runDir) close() error {
 const MaxLogBytes = 64 << 20
 
 // saveLogs copies every node's output to logs/node-N.log.
-func saveLogs(ctx context.Context, c runtime.Cluster, dir string) error {
-	ld := filepath.Join(dir, LogsDir)
-	if err := os.MkdirAll(ld, 0o755); err != nil {
+func saveLogs(ctx context.Context, c runtime.Cluster, dir history.RunDir) error {
+	if err := os.MkdirAll(dir.Logs(), 0o755); err != nil {
 		return err
 	}
 	var first error
 	for _, n := range c.Nodes() {
-		if err := saveLog(ctx, c, n.ID, filepath.Join(ld, fmt.Sprintf("node-%d.log", n.ID))); err != nil && first == nil {
+		if err := saveLog(ctx, c, n.ID, dir.NodeLog(n.ID)); err != nil && first == nil {
 			first = fmt.Errorf("logs of node %d: %w", n.ID, err)
 		}
 	}

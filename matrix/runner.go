@@ -2,7 +2,6 @@ package matrix
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"gregor/checker"
+	"gregor/harness"
 	"gregor/history"
 	"gregor/reports"
 )
@@ -131,20 +131,23 @@ func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 	} else if runErr != nil {
 		code = -1
 	}
-	runDir, err := latestRun(filepath.Join(dir, "run"))
+	runDir, err := history.LatestRun(filepath.Join(dir, "run"))
 	if err != nil || (code != 0 && code != 1 && code != 3) {
 		cell.Valid = "crashed"
 		cell.Log = fmt.Sprintf("exit %d: %v\n%s", code, runErr, tail(logPath, 4000))
 		return cell
 	}
-	res, err := readResult(filepath.Join(runDir, "results.json"))
+	res, err := checker.ReadResultFile(runDir.Results())
 	if err != nil {
 		cell.Valid = "crashed"
 		cell.Log = fmt.Sprintf("exit %d, no readable results: %v\n%s", code, err, tail(logPath, 4000))
 		return cell
 	}
-	report := filepath.Join(runDir, "report.html")
+	report := runDir.Report()
 	if _, err := os.Stat(report); err != nil {
+		// The run stopped between results.json and its report: draw it
+		// from the stored run, read by the one reader (a damaged file is an
+		// error naming it, logged; the cell keeps its verdict).
 		if err := writeRunReport(runDir, c.ID, res); err != nil {
 			fmt.Fprintf(logf, "report: %v\n", err)
 		}
@@ -154,53 +157,12 @@ func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 	return out
 }
 
-// latestRun finds the newest <test>/<timestamp> directory gregor run made.
-func latestRun(testDir string) (string, error) {
-	entries, err := os.ReadDir(testDir)
-	if err != nil {
-		return "", err
-	}
-	latest := ""
-	for _, e := range entries {
-		if e.IsDir() && e.Name() > latest {
-			latest = e.Name()
-		}
-	}
-	if latest == "" {
-		return "", fmt.Errorf("no run directory under %s", testDir)
-	}
-	return filepath.Join(testDir, latest), nil
-}
-
-func readResult(path string) (*checker.Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var res checker.Result
-	if err := json.Unmarshal(b, &res); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &res, nil
-}
-
-func writeRunReport(runDir, title string, res *checker.Result) error {
-	ops, _, _, err := history.ReadFile(filepath.Join(runDir, "history.jsonl"))
+func writeRunReport(dir history.RunDir, title string, res *checker.Result) error {
+	run, err := history.ReadRun(dir.History(), "")
 	if err != nil {
 		return err
 	}
-	cfg, err := history.ReadConfig(filepath.Join(runDir, "test.json"))
-	if err != nil {
-		cfg = nil
-	}
-	f, err := os.Create(filepath.Join(runDir, "report.html"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	md, mdNote := reports.ReadRunMetadata(runDir)
-	return reports.WriteRun(f, reports.RunInput{Title: title, Config: cfg, Ops: ops, Result: res, HistoryFile: "history.jsonl",
-		Metadata: md, MetadataNote: mdNote})
+	return harness.WriteRunReport(run, res, title, "")
 }
 
 func tail(path string, n int) string {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"gregor/internal/sleep"
 )
 
 // reassignTopology is a Topology that can move a partition's replicas
@@ -84,7 +86,7 @@ func (r *Runner) reassign(ctx context.Context, st Step, v opValue) {
 	defer r.active.Add(-1)
 	r.done.Add(1)
 	r.write(string(st.Kind), v, rt.Reassign(ctx, v.Partition, target))
-	sleepUntil(ctx, time.Now().Add(st.Hold))
+	sleep.For(ctx, st.Hold)
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
 	defer cancel()
 	v.Note = fmt.Sprintf("partition %d back to replicas %v", v.Partition, original)
@@ -102,10 +104,8 @@ func (r *Runner) reassignBack(ctx context.Context, rt reassignTopology, partitio
 		if err == nil && !busy {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep.For(ctx, 100*time.Millisecond) {
 			return fmt.Errorf("partition %d still reassigning: %w (last: %v)", partition, ctx.Err(), err)
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

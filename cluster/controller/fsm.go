@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/cluster/meta"
 )
 
 // maxSubscribers bounds Subscribe; each subscriber costs one channel send
@@ -129,7 +131,7 @@ func applyRecord(img *Image, rec record, index uint64) applyResult {
 
 // forEachPartition calls fn on every partition (topics in name order, so
 // that the result never depends on map order).
-func forEachPartition(img *Image, fn func(t TopicInfo, p *PartitionState)) {
+func forEachPartition(img *Image, fn func(t TopicInfo, p *meta.Partition)) {
 	for _, n := range img.TopicNames() {
 		t := img.Topics[n]
 		for i := range t.Partitions {
@@ -140,7 +142,7 @@ func forEachPartition(img *Image, fn func(t TopicInfo, p *PartitionState)) {
 
 // dropBroker applies the consequences of broker id becoming ineligible.
 func dropBroker(img *Image, id int32, pol electPolicy) {
-	forEachPartition(img, func(t TopicInfo, p *PartitionState) {
+	forEachPartition(img, func(t TopicInfo, p *meta.Partition) {
 		if p.InISR(id) || p.Leader == id {
 			withoutBroker(p, id, img.live, img.uncleanFor(t, pol), pol)
 		}
@@ -150,7 +152,7 @@ func dropBroker(img *Image, id int32, pol electPolicy) {
 // reviveOffline elects leaders for offline partitions after a broker
 // became live.
 func reviveOffline(img *Image, pol electPolicy) {
-	forEachPartition(img, func(t TopicInfo, p *PartitionState) {
+	forEachPartition(img, func(t TopicInfo, p *meta.Partition) {
 		electIfOffline(p, img.live, img.uncleanFor(t, pol), pol)
 	})
 }
@@ -231,12 +233,12 @@ func applyCreateTopic(img *Image, r createRec) applyResult {
 // newPartition is a new partition on replicas reps, led by the first. The
 // assignment was made from live brokers, but one may have been fenced
 // between proposal and apply: then a live one is elected, if any.
-func newPartition(img *Image, topic string, index int32, reps []int32) PartitionState {
-	p := PartitionState{Topic: topic, Partition: index,
+func newPartition(img *Image, topic string, index int32, reps []int32) meta.Partition {
+	p := meta.Partition{Topic: topic, Index: index,
 		Replicas: slices.Clone(reps), ISR: slices.Clone(reps), Leader: reps[0]}
 	if !img.live(p.Leader) {
 		p.Leader, p.ISR = elect(p, img.live, false, electPolicy{})
-		if p.Leader == NoLeader {
+		if p.Leader == meta.NoLeader {
 			p.ISR = slices.Clone(reps)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/cluster/meta"
 )
 
 // applyAlterPartition validates and applies ISR changes requested by a
@@ -63,11 +65,11 @@ func alterOne(img *Image, sender int32, it alterItem) itemResult {
 	// KIP-455: the ISR growing over the last adding replica completes a
 	// reassignment in progress.
 	completeReassignment(img, p)
-	return itemResult{Partition: p.clone()}
+	return itemResult{Partition: p.Clone()}
 }
 
 // validISR: non-empty, no duplicates, within the assignment, holds the leader.
-func validISR(p PartitionState, isr []int32) bool {
+func validISR(p meta.Partition, isr []int32) bool {
 	if len(isr) == 0 || !slices.Contains(isr, p.Leader) {
 		return false
 	}

@@ -201,7 +201,7 @@ func (c *Controller) handleElectLeaders(r *kmsg.ElectLeadersRequest) *kmsg.Elect
 		img := c.Image()
 		for _, n := range img.TopicNames() {
 			for _, p := range img.Topics[n].Partitions {
-				refs = append(refs, partitionRef{Topic: n, Partition: p.Partition})
+				refs = append(refs, partitionRef{Topic: n, Partition: p.Index})
 			}
 		}
 	}

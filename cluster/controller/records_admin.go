@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/meta"
 )
 
 // configRec sets and deletes the dynamic configs of one resource: a topic,
@@ -121,7 +123,7 @@ func applyCreatePartitions(img *Image, r createPartsRec) applyResult {
 }
 
 // partitionFor finds a partition for mutation, or the error code.
-func partitionFor(img *Image, ref partitionRef) (*PartitionState, TopicInfo, int16) {
+func partitionFor(img *Image, ref partitionRef) (*meta.Partition, TopicInfo, int16) {
 	t, ok := img.Topics[ref.Topic]
 	if !ok || ref.Partition < 0 || int(ref.Partition) >= len(t.Partitions) {
 		return nil, t, kerr.UnknownTopicOrPartition.Code
@@ -147,12 +149,12 @@ func applyElect(img *Image, r electRec, pol electPolicy) applyResult {
 			continue
 		}
 		if r.Unclean {
-			if p.Leader != NoLeader {
+			if p.Leader != meta.NoLeader {
 				res.Codes[i] = kerr.ElectionNotNeeded.Code
 				continue
 			}
 			leader, isr := elect(*p, img.live, true, electPolicy{ElectOutsideISR: pol.ElectOutsideISR})
-			if leader == NoLeader {
+			if leader == meta.NoLeader {
 				res.Codes[i] = kerr.EligibleLeadersNotAvailable.Code
 				continue
 			}
@@ -190,7 +192,7 @@ func applyReassign(img *Image, r reassignRec) applyResult {
 		orig := without(p.Replicas, p.Adding)
 		target := it.Target
 		if target == nil {
-			if len(p.Adding) == 0 && len(p.Removing) == 0 {
+			if !p.Reassigning() {
 				res.Codes[i] = kerr.NoReassignmentInProgress.Code
 				continue
 			}
@@ -213,8 +215,8 @@ func applyReassign(img *Image, r reassignRec) applyResult {
 			continue
 		}
 		leader := p.Leader
-		if leader != NoLeader && !slices.Contains(replicas, leader) {
-			leader = NoLeader
+		if leader != meta.NoLeader && !slices.Contains(replicas, leader) {
+			leader = meta.NoLeader
 		}
 		p.Replicas = replicas
 		p.Adding, p.Removing = without(target, orig), without(orig, target)
@@ -224,7 +226,7 @@ func applyReassign(img *Image, r reassignRec) applyResult {
 		if len(p.Removing) == 0 {
 			p.Removing = nil
 		}
-		if leader == NoLeader {
+		if leader == meta.NoLeader {
 			q := *p
 			q.ISR = isr
 			leader, isr = elect(q, img.live, false, electPolicy{})
@@ -241,8 +243,8 @@ func applyReassign(img *Image, r reassignRec) applyResult {
 // all in the ISR: the replicas become the target, the removed ones leave the
 // ISR, and leadership moves to a target replica if a removed one led. It
 // reports whether it finished one.
-func completeReassignment(img *Image, p *PartitionState) bool {
-	if len(p.Adding) == 0 && len(p.Removing) == 0 {
+func completeReassignment(img *Image, p *meta.Partition) bool {
+	if !p.Reassigning() {
 		return false
 	}
 	target := without(p.Replicas, p.Removing)
@@ -254,14 +256,14 @@ func completeReassignment(img *Image, p *PartitionState) bool {
 	isr := intersect(p.ISR, target)
 	leader := p.Leader
 	if !slices.Contains(target, leader) {
-		leader = NoLeader
+		leader = meta.NoLeader
 		for _, r := range target {
 			if img.live(r) && slices.Contains(isr, r) {
 				leader = r
 				break
 			}
 		}
-		if leader == NoLeader {
+		if leader == meta.NoLeader {
 			return false // wait for a target replica to be live
 		}
 	}

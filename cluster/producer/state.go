@@ -29,8 +29,9 @@ type batch struct {
 
 type entry struct {
 	epoch int16
-	// Invariant: len(batches) <= CachedBatches, oldest first, sequences
-	// contiguous (each firstSeq follows the previous lastSeq).
+	// Invariant (checked by Invariants): len(batches) <= CachedBatches,
+	// oldest first, sequences contiguous (each firstSeq follows the
+	// previous lastSeq).
 	batches []batch
 }
 

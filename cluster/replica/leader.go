@@ -100,6 +100,7 @@ func (p *Partition) ReadForFollower(replicaID int32, offset int64, maxBytes int,
 	f.leo = offset
 	p.maybeAdvanceHW()
 	expand := p.maybeExpandISR(replicaID, f)
+	p.checkInvariants()
 	res.HW = p.hw
 	p.mu.Unlock()
 	expand()
@@ -156,6 +157,7 @@ func (p *Partition) ClearPendingISR() {
 	defer p.mu.Unlock()
 	p.pendingISR = nil
 	p.maybeAdvanceHW()
+	p.checkInvariants()
 }
 
 // MaybeShrinkISR removes followers that have not been caught up for
@@ -184,6 +186,7 @@ func (p *Partition) MaybeShrinkISR() bool {
 		return false
 	}
 	call := p.requestISR(keep)
+	p.checkInvariants()
 	p.mu.Unlock()
 	call()
 	return true

@@ -9,7 +9,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -88,13 +87,16 @@ type Partition struct {
 	state meta.Partition
 	// minISR is the topic's min.insync.replicas.
 	minISR int
-	// Invariant: hw <= log.LEO(). On the leader hw never decreases while it
-	// stays leader in one epoch.
-	hw int64
+	// Invariant: 0 <= hw <= log.LEO(). On the leader hw never decreases
+	// while it stays leader in one epoch (hwMark is what checks it).
+	hw     int64
+	hwMark hwMark
 	// followers is the leader's view of each other replica (nil on followers).
+	// Invariant: on the leader, one entry per other replica.
 	followers map[int32]*follower
 	// pendingISR is an ISR the leader has asked for and not yet seen
-	// published. While an expansion is pending the HW counts the new member
+	// published. Invariant: nil off the leader; it keeps the leader and
+	// stays within the replicas. While an expansion is pending the HW counts the new member
 	// too (Kafka's "maximal ISR"), so it can only be more conservative.
 	pendingISR []int32
 	producers  *producer.State
@@ -156,14 +158,6 @@ func (p *Partition) Watch() <-chan struct{} {
 	return p.watch()
 }
 
-// checkInvariants panics on a broken invariant: continuing would corrupt
-// what the harness is testing. Caller holds mu.
-func (p *Partition) checkInvariants() {
-	if leo := p.log.LEO(); p.hw > leo {
-		panic(fmt.Sprintf("%s/%d: invariant HW <= LEO broken: hw=%d leo=%d", p.Topic, p.Index, p.hw, leo))
-	}
-}
-
 // Update applies the controller's published state for this partition: a new
 // leader epoch makes this replica leader or follower; a new partition epoch
 // with the same leader epoch is an ISR change.
@@ -203,6 +197,7 @@ func (p *Partition) Update(st meta.Partition, minISR int) {
 	if st.Leader == me {
 		p.maybeAdvanceHW()
 	}
+	p.checkInvariants()
 	p.wake()
 }
 
@@ -293,23 +288,19 @@ func (p *Partition) maybeAdvanceHW() {
 	}
 }
 
-// ErrNotLeader and friends map to Kafka errors at the wire.
-var (
-	ErrClosed = errors.New("partition closed")
-)
-
 // AppendResult is the outcome of a leader append.
 type AppendResult struct {
+	// BaseOffset is the first offset written (or, for a retried duplicate,
+	// first written the first time).
 	BaseOffset int64
 	// EndOffset is one past the last offset written: acks=all waits for the
 	// HW to reach it.
-	EndOffset   int64
-	Epoch       int32
-	LogStart    int64
-	Duplicate   bool
-	AppendTime  int64
-	NumRecords  int
-	BytesAppend int
+	EndOffset int64
+	// Epoch is the leader epoch the batch was appended in: acks=all fails
+	// if leadership moves on before the HW reaches EndOffset.
+	Epoch int32
+	// LogStart is the log start offset, which Produce responses carry.
+	LogStart int64
 }
 
 // AppendAsLeader validates the batches a producer sent, assigns offsets and
@@ -343,7 +334,7 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 	if len(items) == 0 {
 		return AppendResult{}, kerr.InvalidRecord
 	}
-	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset(), AppendTime: -1}
+	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset()}
 	// Idempotence: Kafka producers send one batch per partition per request,
 	// so a request is either wholly a duplicate or wholly new.
 	if len(items) == 1 {
@@ -353,7 +344,7 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 			return AppendResult{}, v.Err
 		}
 		if v.Duplicate {
-			res.BaseOffset, res.EndOffset, res.Duplicate = v.FirstOffset, v.LastOffset+1, true
+			res.BaseOffset, res.EndOffset = v.FirstOffset, v.LastOffset+1
 			return res, nil
 		}
 	} else {
@@ -371,7 +362,6 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 		storage.SetBaseOffset(it.batch, next)
 		storage.SetPartitionLeaderEpoch(it.batch, p.state.LeaderEpoch)
 		next += int64(it.h.LastOffsetDelta) + 1
-		res.NumRecords += int(it.h.NumRecords)
 	}
 	total := 0
 	for _, it := range items {
@@ -387,8 +377,8 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 		p.producers.Record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, res.BaseOffset, next-1)
 	}
 	res.EndOffset = next
-	res.BytesAppend = len(buf)
 	p.maybeAdvanceHW()
+	p.checkInvariants()
 	p.wake()
 	return res, nil
 }

@@ -28,6 +28,7 @@ func (l *Log) loadLogStart() error {
 func (l *Log) AdvanceStartOffset(offset int64) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.assertInvariants()
 	if err := l.usable(); err != nil {
 		return -1, err
 	}

@@ -11,7 +11,6 @@ package wire
 
 import (
 	"context"
-	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,22 +26,17 @@ func handleListPartitionReassignments(s *Server, _ context.Context, hdr header, 
 		return requested(req.Topics, func(t kmsg.ListPartitionReassignmentsRequestTopic) string { return t.Topic },
 			func(t kmsg.ListPartitionReassignmentsRequestTopic) []int32 { return t.Partitions }, topic, p)
 	}
-	for _, name := range slices.Sorted(maps.Keys(im.Reassigning)) {
-		t := im.Topics[name]
-		if t == nil {
-			continue
-		}
+	for _, name := range im.SortedTopics() {
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 		rt.Topic = name
-		for _, p := range slices.Sorted(maps.Keys(im.Reassigning[name])) {
-			if !wanted(name, p) || int(p) >= len(t.Partitions) {
+		for _, p := range im.Topics[name].Partitions {
+			if !p.Reassigning() || !wanted(name, p.Index) {
 				continue
 			}
-			ra := im.Reassigning[name][p]
 			rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
-			rp.Partition = p
-			rp.Replicas = slices.Clone(t.Partitions[p].Replicas)
-			rp.AddingReplicas, rp.RemovingReplicas = slices.Clone(ra.Adding), slices.Clone(ra.Removing)
+			rp.Partition = p.Index
+			rp.Replicas = slices.Clone(p.Replicas)
+			rp.AddingReplicas, rp.RemovingReplicas = slices.Clone(p.Adding), slices.Clone(p.Removing)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		if len(rt.Partitions) > 0 {

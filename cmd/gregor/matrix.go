@@ -78,7 +78,7 @@ allowed anomalies are findings ("unsafe configuration demonstrated").`,
 					fmt.Fprintf(cmd.OutOrStdout(), "FAILED %s | %s | seed %d: %s %s\n", c.Config, c.Nemesis, c.Seed, c.Valid, strings.Join(c.Forbidden, ","))
 				}
 			}
-			abs, _ := filepath.Abs(filepath.Join(out, "index.html"))
+			abs, _ := filepath.Abs(filepath.Join(out, reports.MatrixIndex))
 			fmt.Fprintf(cmd.OutOrStdout(), "matrix report: %s (%d cells, %d failed)\n", abs, len(results), failed)
 			if failed > 0 {
 				return &exitError{1, fmt.Errorf("%d of %d cells showed a forbidden anomaly or crashed", failed, len(results))}

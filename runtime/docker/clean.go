@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
 
+	"gregor/internal/sleep"
 	"gregor/runtime"
 )
 
@@ -94,7 +95,7 @@ func removeLabelled(ctx context.Context, cli *client.Client, f Filter) (Removed,
 			out.Containers = append(out.Containers, name)
 		}
 		if pass < containerPasses-1 {
-			sleep(ctx, cleanPause)
+			sleep.For(ctx, cleanPause)
 		}
 	}
 	nets, err := cli.NetworkList(ctx, dnetwork.ListOptions{Filters: f.args()})
@@ -108,7 +109,7 @@ func removeLabelled(ctx context.Context, cli *client.Client, f Filter) (Removed,
 				err = nil
 				break
 			}
-			sleep(ctx, cleanPause)
+			sleep.For(ctx, cleanPause)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("remove network %s: %w", nw.Name, err))
@@ -167,19 +168,9 @@ func reap(ctx context.Context, runID string) error {
 		} else {
 			quiet = 0
 		}
-		sleep(ctx, reapPause)
+		sleep.For(ctx, reapPause)
 	}
 	return last
 }
 
 func init() { runtime.ServeReaper(reaperKind, reap) }
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
