@@ -93,10 +93,14 @@ func (c *Config) Normalize() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	c.Acks = acks
-	switch c.CommitMode {
-	case "", "after-processing", "before-processing", "on-revoked":
+	switch {
+	case c.CommitMode == "":
+	case c.AutoCommit && (c.CommitMode == CommitAuto || c.CommitMode == CommitAutoGreedy):
+	case c.AutoCommit:
+		return fmt.Errorf("config: commit_mode %q with auto_commit: want %s or %s", c.CommitMode, CommitAuto, CommitAutoGreedy)
+	case c.CommitMode == "after-processing", c.CommitMode == "before-processing", c.CommitMode == "on-revoked":
 	default:
-		return fmt.Errorf("config: commit_mode %q: want after-processing, before-processing or on-revoked", c.CommitMode)
+		return fmt.Errorf("config: commit_mode %q without auto_commit: want after-processing, before-processing or on-revoked (or auto_commit true)", c.CommitMode)
 	}
 	switch c.FailureHandling {
 	case "", "swallow", "retry":
