@@ -80,7 +80,7 @@ func Start(cfg Config) (*Broker, error) {
 			b.mu.RUnlock()
 			if q == nil {
 				if rp := b.Partition(p.Topic, p.Index); rp != nil {
-					rp.ClearPendingISR()
+					rp.ClearPendingISR(p)
 				}
 				return
 			}

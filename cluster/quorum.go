@@ -265,7 +265,7 @@ func (q *quorum) alterISR(ctx context.Context, p meta.Partition, newISR []int32)
 	if err != nil {
 		q.b.log.Info("isr change refused", "topic", p.Topic, "partition", p.Index, "isr", newISR, "err", err)
 		if rp := q.b.Partition(p.Topic, p.Index); rp != nil {
-			rp.ClearPendingISR()
+			rp.ClearPendingISR(p)
 		}
 	}
 }
