@@ -71,6 +71,14 @@ func startCluster(t *testing.T) *testCluster {
 	return tc
 }
 
+// in is tc for subtest t: the helpers fail t, not the test that started
+// the cluster (FailNow from a subtest on its parent is an error of its own).
+func (tc *testCluster) in(t *testing.T) *testCluster {
+	c := *tc
+	c.t = t
+	return &c
+}
+
 // waitFor polls cond until it returns nil, failing the test after limit.
 func (tc *testCluster) waitFor(what string, limit time.Duration, cond func() error) {
 	tc.t.Helper()

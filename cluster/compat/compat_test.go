@@ -18,11 +18,11 @@ func TestClients(t *testing.T) {
 	requirePython(t, "confluent_kafka", "python3-confluent-kafka")
 	requirePython(t, "kafka", "python3-kafka")
 	tc := startCluster(t)
-	t.Run("kafka-python", func(t *testing.T) { kafkaPython(t, tc) })
-	t.Run("kcat", func(t *testing.T) { kcatSteps(t, tc, kcat) })
-	t.Run("confluent-kafka", func(t *testing.T) { confluentKafka(t, tc) })
-	t.Run("sarama", func(t *testing.T) { saramaSteps(t, tc) })
-	t.Run("kcat-not-enough-replicas", func(t *testing.T) { kcatNotEnoughReplicas(t, tc, kcat) })
+	t.Run("kafka-python", func(t *testing.T) { kafkaPython(t, tc.in(t)) })
+	t.Run("kcat", func(t *testing.T) { kcatSteps(t, tc.in(t), kcat) })
+	t.Run("confluent-kafka", func(t *testing.T) { confluentKafka(t, tc.in(t)) })
+	t.Run("sarama", func(t *testing.T) { saramaSteps(t, tc.in(t)) })
+	t.Run("kcat-not-enough-replicas", func(t *testing.T) { kcatNotEnoughReplicas(t, tc.in(t), kcat) })
 }
 
 // kcatSteps: metadata (-L), an idempotent acks=all produce (-P), a consume

@@ -68,7 +68,11 @@ func saramaSteps(t *testing.T, tc *testCluster) {
 	pcfg.Producer.Return.Successes = true
 	pcfg.Producer.Retry.Max = 5
 	pcfg.Net.MaxOpenRequests = 1
+	// Message.Partition is honoured only by the manual partitioner: the
+	// probe below must reach each partition, and so must the records.
+	pcfg.Producer.Partitioner = sarama.NewManualPartitioner
 	var prod sarama.SyncProducer
+	sent := 0 // every record acknowledged, the probes' included
 	tc.waitFor("sarama sees 3 partitions", 15*time.Second, func() error {
 		if prod != nil {
 			prod.Close()
@@ -77,23 +81,24 @@ func saramaSteps(t *testing.T, tc *testCluster) {
 			return err
 		}
 		// A fresh producer reads fresh metadata; every broker must know
-		// the third partition before the round-robin reaches it.
+		// the third partition before a record is sent to it.
 		for p := int32(0); p < 3; p++ {
 			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: p, Value: sarama.StringEncoder("probe")}); err != nil {
 				return err
 			}
+			sent++
 		}
 		return nil
 	})
 	defer prod.Close()
-	for i := 3; i < n; i++ {
-		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(fmt.Sprintf("v%d", i))}); err != nil {
-			t.Fatalf("SendMessage %d: %v", i, err)
+	for ; sent < n; sent++ {
+		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: int32(sent % 3), Value: sarama.StringEncoder(fmt.Sprintf("v%d", sent))}); err != nil {
+			t.Fatalf("SendMessage %d: %v", sent, err)
 		}
 	}
 	ends, total := tc.endOffsets(topic)
-	if total != n {
-		t.Fatalf("%d records after sarama produced %d", total, n)
+	if total != int64(sent) {
+		t.Fatalf("%d records after sarama produced %d", total, sent)
 	}
 
 	ccfg := sarama.NewConfig()
