@@ -2,8 +2,7 @@ package harness
 
 import (
 	"errors"
-	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 
 	"gregor/checker"
@@ -56,7 +55,10 @@ func CheckRun(historyPath string, o CheckOptions) (*history.Run, checker.Result,
 	if !o.Store {
 		return run, res, nil
 	}
-	if err := os.WriteFile(run.Dir.Results(), append(res.JSON(), '\n'), 0o644); err != nil {
+	if err := writeFileAtomic(run.Dir.Results(), func(w io.Writer) error {
+		_, err := w.Write(append(res.JSON(), '\n'))
+		return err
+	}); err != nil {
 		return run, res, err
 	}
 	return run, res, WriteRunReport(run, &res, reportTitle(run.Dir), o.Faults)
@@ -70,17 +72,8 @@ func reportTitle(dir history.RunDir) string {
 // WriteRunReport writes the run's report.html from a run read by
 // history.ReadRun and its checker result.
 func WriteRunReport(run *history.Run, res *checker.Result, title, faults string) error {
-	f, err := os.Create(run.Dir.Report())
-	if err != nil {
-		return err
-	}
-	err = reports.WriteRun(f, reports.RunInput{Title: title, Config: run.Config, Ops: run.Ops, Result: res,
-		HistoryFile: history.HistoryFile, Runtime: faults, Metadata: run.Metadata, MetadataNote: run.MetadataNote})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", run.Dir.Report(), err)
-	}
-	return nil
+	return writeFileAtomic(run.Dir.Report(), func(w io.Writer) error {
+		return reports.WriteRun(w, reports.RunInput{Title: title, Config: run.Config, Ops: run.Ops, Result: res,
+			HistoryFile: history.HistoryFile, Runtime: faults, Metadata: run.Metadata, MetadataNote: run.MetadataNote})
+	})
 }

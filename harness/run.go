@@ -96,26 +96,48 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	epoch := time.Now()
 	dir, err := openRunDir(t.Store, t.Name, &record, epoch)
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, err
 	}
 	rep.Dir = string(dir.path)
+	var histErr error
 	histClosed := false
 	closeHist := func() {
 		if !histClosed {
 			histClosed = true
-			if err := dir.close(); err != nil {
-				rep.Notes = append(rep.Notes, "history: "+err.Error())
-			}
+			histErr = dir.close()
 		}
 	}
 	defer closeHist()
+	// A history that cannot be written ends the run: every phase sees ctx
+	// end, and the run returns a StoreError instead of checking a history
+	// that lost lines.
+	ctx, stopOnStoreFailure := context.WithCancel(ctx)
+	defer stopOnStoreFailure()
+	go func() {
+		select {
+		case <-dir.hist.Failed():
+			stopOnStoreFailure()
+		case <-ctx.Done():
+		}
+	}()
+	// interrupted ends a run cut short: the caller's cancellation, or the
+	// store failing.
+	interrupted := func(stopWorkload, teardown func()) (*Report, error) {
+		stopWorkload()
+		closeHist()
+		teardown()
+		if histErr != nil {
+			return rep, histErr
+		}
+		return rep, ErrInterrupted
+	}
 
 	pr := &progress{w: t.Progress, start: epoch}
 	pr.set("setup")
 	c, err := t.Runtime.Start(ctx, t.spec())
 	if err != nil {
 		if ctx.Err() != nil {
-			return rep, ErrInterrupted
+			return interrupted(func() {}, func() {})
 		}
 		return rep, fmt.Errorf("boot: %w", err)
 	}
@@ -169,7 +191,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
-			return rep, ErrInterrupted
+			return interrupted(func() {}, teardown)
 		}
 		return rep, fmt.Errorf("setup: %w", err)
 	}
@@ -218,7 +240,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	cancel()
 
 	if ctx.Err() != nil {
-		return interrupted(rep, stopWorkload, closeHist, teardown)
+		return interrupted(stopWorkload, teardown)
 	}
 	pr.set("heal")
 	hctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -235,11 +257,14 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	cancel()
 	stopWorkload()
 	if ctx.Err() != nil {
-		return interrupted(rep, stopWorkload, closeHist, teardown)
+		return interrupted(stopWorkload, teardown)
 	}
 
 	if err := mds.Stop(); err != nil {
-		rep.Notes = append(rep.Notes, "metadata sampler: "+err.Error())
+		// The sampler fails only writing metadata.jsonl.
+		stopWorkload()
+		teardown()
+		return rep, storeErr(dir.path.Metadata(), err)
 	}
 	pr.set("final-read")
 	frctx, cancel := context.WithTimeout(ctx, t.FinalReadTimeout)
@@ -248,9 +273,13 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	}
 	cancel()
 	if ctx.Err() != nil {
-		return interrupted(rep, stopWorkload, closeHist, teardown)
+		return interrupted(stopWorkload, teardown)
 	}
 	closeHist()
+	if histErr != nil {
+		teardown()
+		return rep, histErr
+	}
 	pr.set("teardown")
 	teardown()
 
@@ -264,12 +293,4 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	rep.Checked, rep.Result = true, res
 	pr.set("done")
 	return rep, nil
-}
-
-// interrupted stops the workload, closes the history and the cluster.
-func interrupted(rep *Report, stopWorkload, closeHist, teardown func()) (*Report, error) {
-	stopWorkload()
-	closeHist()
-	teardown()
-	return rep, ErrInterrupted
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,57 @@ import (
 	"gregor/history"
 	"gregor/runtime"
 )
+
+// StoreError is a store that cannot be written: a read-only directory, a
+// full disk. The run stops (a history that lost lines must not be checked:
+// it would show records as lost); what was already written stays whole, but
+// for at most one torn last line (history.ReadRun drops it). gregor run
+// exits 4 on it.
+type StoreError struct {
+	Path string
+	Err  error
+}
+
+func (e *StoreError) Error() string {
+	return fmt.Sprintf("store: cannot write %s: %v (free space on its disk, or give --store a writable directory)", e.Path, e.Err)
+}
+
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// storeErr wraps err, when not nil, as a StoreError on path.
+func storeErr(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*StoreError](err); ok {
+		return err
+	}
+	return &StoreError{Path: path, Err: err}
+}
+
+// writeFileAtomic writes path through a temporary file renamed over it, so
+// that a full disk leaves the old file (or none), never half a new one.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return storeErr(path, err)
+	}
+	err = write(tmp)
+	if serr := tmp.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return storeErr(path, err)
+	}
+	return nil
+}
 
 // runDir is one run's directory (history.RunDir names its files) and its
 // open history.
@@ -28,15 +80,15 @@ func openRunDir(store, test string, cfg *history.Config, now time.Time) (*runDir
 	stamp := now.UTC().Format("20060102T150405.000Z")
 	dir := filepath.Join(base, stamp)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, storeErr(dir, err)
 	}
 	rd := history.RunDir(dir)
 	if err := history.WriteConfig(rd.Config(), cfg); err != nil {
-		return nil, err
+		return nil, storeErr(rd.Config(), err)
 	}
 	f, err := os.OpenFile(rd.History(), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, storeErr(rd.History(), err)
 	}
 	// Replace latest atomically: a new symlink renamed over the old one.
 	tmp := filepath.Join(base, fmt.Sprintf(".latest-%d", os.Getpid()))
@@ -56,7 +108,7 @@ func (d *runDir) close() error {
 	if cerr := d.file.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return storeErr(d.path.History(), err)
 }
 
 // MaxLogBytes bounds one node's saved log.

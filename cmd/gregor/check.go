@@ -20,6 +20,9 @@ const (
 	checkForbidden = 1
 	checkBadInput  = 2
 	checkUnknown   = 3
+	// storeFailed: gregor run could not write its store (read-only, disk
+	// full); the error names the path. What was written stays readable.
+	storeFailed = 4
 )
 
 func newCheckCmd() *cobra.Command {

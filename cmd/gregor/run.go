@@ -112,7 +112,9 @@ Exit status (as gregor check):
   1  a forbidden anomaly was found
   2  bad input: an impossible configuration, refused before booting, or a
      stored file damaged before its last line (named with its line)
-  3  unknown: a check could not finish, or the run was interrupted`,
+  3  unknown: a check could not finish, or the run was interrupted
+  4  the store cannot be written (read-only, disk full): the error names the
+     path; the run stops, and what it wrote stays readable by gregor check`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("seed") {
@@ -147,6 +149,9 @@ Exit status (as gregor check):
 			}
 			if errors.Is(err, harness.ErrInterrupted) {
 				return &exitError{checkUnknown, err}
+			}
+			if _, ok := errors.AsType[*harness.StoreError](err); ok {
+				return &exitError{storeFailed, err}
 			}
 			if _, ok := errors.AsType[*history.ParseError](err); ok {
 				return &exitError{checkBadInput, err} // a stored file is damaged (history.ReadRun)
