@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -10,6 +11,9 @@ import (
 // progress prints one line per tick on the user's terminal (stderr):
 // phase, elapsed time, operations done, faults started and in force.
 type progress struct {
+	// mu serialises lines: the run's phases and the ticker both print, and
+	// w need not be safe for concurrent writes.
+	mu     sync.Mutex
 	w      io.Writer
 	start  time.Time
 	phase  atomic.Value // string
@@ -35,6 +39,8 @@ func (p *progress) line() {
 	if p.faults != nil {
 		done, active = p.faults()
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "gregor run: %-10s %6.1fs  ops %-7d faults %d (active %d)\n",
 		ph, time.Since(p.start).Seconds(), ops, done, active)
 }
