@@ -19,11 +19,12 @@ import (
 //
 // Fault classes are the contract's (history/nemesis.go), never spelled here:
 //
-//	history.TakesLeaderAway  kill, stop, pause, partition, power-loss, and the
+//	history.TakesLeaderAway  kill, stop, pause, partition, power-loss, the
 //	                         scenarios strand-leader and kip101 (which kill
-//	                         leaders): a new leader (missing the old one's
-//	                         tail) takes over; repeated, they can leave no ISR
-//	                         member alive
+//	                         leaders), and reassign (which moves a
+//	                         partition's leader to an ISR replica): a new
+//	                         leader (missing the old one's tail) takes over;
+//	                         repeated, they can leave no ISR member alive
 //	history.PowerCut         power-loss, and kill: on a lazyfs cluster they
 //	                         drop a broker's unsynced writes
 //	any                      every nemesis including slow and client faults
@@ -43,12 +44,14 @@ import (
 //	poll-skip, nonmonotonic-poll    unclean=true and L; the power-loss rule above
 //	                                (records consumers read can vanish, positions reset)
 //	G1a                             never
-//	committed-skip                  (auto-commit or commit before processing) and any fault;
-//	                                processing failures swallowed (failure rate > 0), even
-//	                                without faults
-//	redelivered                     (auto-commit, commit after processing or in onRevoked)
-//	                                and any fault (consumer crashes, restarts and joins count);
-//	                                where a commit can be lost (below)
+//	committed-skip                  (greedy auto-commit or commit before processing) and
+//	                                any fault; processing failures swallowed (failure
+//	                                rate > 0), even without faults. Not the Java consumer's
+//	                                auto-commit alone: it commits at the next poll what the
+//	                                previous polls returned, all of it processed
+//	redelivered                     (auto-commit of either kind, commit after processing or
+//	                                in onRevoked) and any fault (consumer crashes, restarts
+//	                                and joins count); where a commit can be lost (below)
 //	committed-offset-regression     unclean=true and L; power loss with min ISR <= 1; power
 //	                                loss on all or a majority: __consumer_offsets is written
 //	                                acks=all whatever the producers' acks
@@ -119,23 +122,26 @@ func Expect(cfg *history.Config) map[string]Verdict {
 			allow("enable.idempotence=false with max.in.flight.requests.per.connection > 1: a retried batch can land after a later one, reordering a producer's records (seed 002)", NonmonotonicSend)
 		}
 	}
-	atMostOnce := cfg.AutoCommit || cfg.CommitMode == "before-processing"
-	if atMostOnce && anyFault {
-		why := "enable.auto.commit=true commits the position poll() returned, before the application processed the records; a consumer that fails mid-batch skips them: at-most-once (seed 002)"
-		if !cfg.AutoCommit {
-			why = "commit before processing: the offset is committed first, so a failure while processing skips the records: at-most-once (seed 002)"
+	if cfg.GreedyAutoCommit() && anyFault {
+		allow("greedy auto-commit (every interval, the position after everything poll() returned, processed or not, as seed 002 describes it and franz-go's GreedyAutoCommit does): a consumer that fails mid-batch has committed past the records it never processed, and they are skipped: at-most-once (seed 002)", CommittedSkip)
+	}
+	if !cfg.AutoCommit && cfg.CommitMode == "before-processing" && anyFault {
+		allow("commit before processing: the offset is committed first, so a failure while processing skips the records: at-most-once (seed 002)", CommittedSkip)
+	}
+	if cfg.FailureRate > 0 && cfg.FailureHandling != "retry" {
+		why := "processing failures are swallowed: the consumer catches the error and moves on, so the next commit passes the failed record and it is never processed again: at-most-once (seed 002's incident)"
+		if cfg.AutoCommit && !cfg.GreedyAutoCommit() {
+			why += "; the Java consumer's auto-commit, which commits only what the application polled past, commits past it all the same"
 		}
 		allow(why, CommittedSkip)
 	}
-	if cfg.FailureRate > 0 && cfg.FailureHandling != "retry" {
-		allow("processing failures are swallowed: the consumer catches the error and moves on, so the next commit passes the failed record and it is never processed again: at-most-once (seed 002's incident)", CommittedSkip)
-	}
-	if (cfg.AutoCommit || cfg.CommitMode == "after-processing") && anyFault {
-		why := "commit after processing: a consumer that dies after processing but before committing makes the next owner re-read from the old committed offset: at-least-once, with duplicates (seeds 000 §5, 002)"
-		if cfg.AutoCommit && cfg.CommitMode != "after-processing" {
-			why = "enable.auto.commit=true: records processed since the last periodic commit are consumed again after a crash or rebalance (seed 000 §5.1)"
-		}
-		allow(why, Redelivered)
+	switch {
+	case cfg.AutoCommit && anyFault && cfg.GreedyAutoCommit():
+		allow("greedy auto-commit: records processed since the last periodic commit are consumed again after a crash or rebalance (seed 000 §5.1)", Redelivered)
+	case cfg.AutoCommit && anyFault:
+		allow("auto-commit as the Java consumer does it (ConsumerCoordinator: at the next poll, the positions of the records the previous polls returned): a consumer that crashes mid-batch never polls again, so that batch and whatever was processed since the last commit are consumed again by the next owner: at-least-once (seed 000 §5.1)", Redelivered)
+	case cfg.CommitMode == "after-processing" && anyFault:
+		allow("commit after processing: a consumer that dies after processing but before committing makes the next owner re-read from the old committed offset: at-least-once, with duplicates (seeds 000 §5, 002)", Redelivered)
 	}
 	// Committed offsets live in __consumer_offsets, written acks=all with
 	// the cluster's RF and min ISR whatever the producers' acks: a commit is
@@ -196,6 +202,9 @@ func forbiddenReason(a string, cfg *history.Config, anyFault bool) string {
 	case G1a:
 		return "a send that failed certainly did not happen; reading it is an aborted read in every configuration"
 	case CommittedSkip:
+		if cfg.AutoCommit {
+			return "auto-commit as the Java consumer does it commits, at the next poll, only records the previous polls returned, which the application processed before polling again, and failed records are retried: no committed offset passes an unprocessed record (Jepsen's Bufstream 0.1.0 report, corrected 2024-11-13)"
+		}
 		return "offsets are committed only after processing (or not at all) and failed records are retried, so no committed offset passes an unprocessed record"
 	case Redelivered:
 		return "no commit mode that re-delivers was configured"

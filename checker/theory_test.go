@@ -66,7 +66,28 @@ func TestTheoryTable(t *testing.T) {
 		}), nil, ""},
 		{"no idempotence", with(func(c *history.Config) { c.Idempotence = false }), []string{Duplicate}, "idempotence"},
 		{"no idempotence, 5 in flight", with(func(c *history.Config) { c.Idempotence, c.MaxInFlight = false, 5 }), []string{Duplicate, NonmonotonicSend}, "idempotence"},
-		{"auto-commit with client crashes", with(func(c *history.Config) { c.AutoCommit, c.Nemeses = true, []string{"client-crash"} }), []string{CommittedSkip, Redelivered}, "auto.commit"},
+		{"acks=1 under reassignments", with(func(c *history.Config) { c.Acks, c.MinISR, c.Nemeses = "1", 1, []string{"reassign"} }), loss, "acks=1"},
+		{"acks=all min ISR 2 under reassignments", with(func(c *history.Config) { c.Nemeses = []string{"reassign"} }), nil, ""},
+		// A history from before the two auto-commit modes recorded
+		// AutoCommit alone: it was greedy.
+		{"auto-commit (old history) with client crashes", with(func(c *history.Config) { c.AutoCommit, c.Nemeses = true, []string{"client-crash"} }), []string{CommittedSkip, Redelivered}, "greedy auto-commit"},
+		{"greedy auto-commit with client crashes", with(func(c *history.Config) {
+			c.AutoCommit, c.CommitMode, c.Nemeses = true, history.CommitAutoGreedy, []string{"client-crash"}
+		}), []string{CommittedSkip, Redelivered}, "processed or not"},
+		// The Java consumer's auto-commit: a crash re-delivers, it never
+		// skips (Jepsen's Bufstream correction).
+		{"Java auto-commit with client crashes", with(func(c *history.Config) {
+			c.AutoCommit, c.CommitMode, c.Nemeses = true, history.CommitAuto, []string{"client-crash"}
+		}), []string{Redelivered}, "ConsumerCoordinator"},
+		// ... unless failures are swallowed (seed 002's incident).
+		{"Java auto-commit with swallowed failures", with(func(c *history.Config) {
+			c.AutoCommit, c.CommitMode, c.Nemeses = true, history.CommitAuto, []string{"client-crash"}
+			c.FailureRate, c.FailureHandling = 0.03, "swallow"
+		}), []string{CommittedSkip, Redelivered}, "swallowed"},
+		{"greedy auto-commit with swallowed failures, no faults", with(func(c *history.Config) {
+			c.AutoCommit, c.CommitMode, c.Nemeses = true, history.CommitAutoGreedy, nil
+			c.FailureRate, c.FailureHandling = 0.03, "swallow"
+		}), []string{CommittedSkip}, "swallowed"},
 		{"commit after processing", with(func(c *history.Config) { c.CommitMode, c.Nemeses = "after-processing", []string{"client-crash"} }), []string{Redelivered}, "at-least-once"},
 		{"commit before processing", with(func(c *history.Config) { c.CommitMode, c.Nemeses = "before-processing", []string{"client-crash"} }), []string{CommittedSkip}, "at-most-once"},
 	}

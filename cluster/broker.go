@@ -80,7 +80,7 @@ func Start(cfg Config) (*Broker, error) {
 			b.mu.RUnlock()
 			if q == nil {
 				if rp := b.Partition(p.Topic, p.Index); rp != nil {
-					rp.ClearPendingISR()
+					rp.ClearPendingISR(p)
 				}
 				return
 			}
@@ -299,13 +299,12 @@ func (b *Broker) apply(im *meta.Image) error {
 	// follower roles apply at once.
 	mayLead := len(b.cfg.Peers) == 0 || (b.q != nil && b.q.registeredIn(im))
 	want := map[tp]bool{}
+	static := b.BrokerDefaults()
 	for _, t := range im.Topics {
-		minISR := b.cfg.MinISR
-		if v, ok := t.Configs[meta.ConfigMinISR]; ok {
-			if n, err := strconv.Atoi(v); err == nil {
-				minISR = n
-			}
-		}
+		// Resolved on every image: min.insync.replicas changes at runtime
+		// (AlterConfigs) reach the partitions with the next image.
+		layers := im.Layers(t, b.cfg.NodeID, static)
+		minISR := int(layers.Int(meta.ConfigMinISR))
 		for _, ps := range t.Partitions {
 			if !meta.Contains(ps.Replicas, b.cfg.NodeID) {
 				continue
@@ -314,22 +313,12 @@ func (b *Broker) apply(im *meta.Image) error {
 			want[k] = true
 			p := b.partitions[k]
 			if p == nil {
+				// Log options are read when the replica opens (a change of
+				// retention or segment size applies from the next start).
 				opts := b.cfg.Storage
-				if v, ok := t.Configs[meta.ConfigRetentionMs]; ok {
-					if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-						opts.RetentionMs = n
-					}
-				}
-				if v, ok := t.Configs[meta.ConfigRetentionSize]; ok {
-					if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-						opts.RetentionBytes = n
-					}
-				}
-				if v, ok := t.Configs[meta.ConfigSegmentBytes]; ok {
-					if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-						opts.SegmentBytes = n
-					}
-				}
+				opts.RetentionMs = layers.Int(meta.ConfigRetentionMs)
+				opts.RetentionBytes = layers.Int(meta.ConfigRetentionSize)
+				opts.SegmentBytes = layers.Int(meta.ConfigSegmentBytes)
 				l, err := storage.Open(partitionDir(b.cfg.DataDir, t.Name, ps.Index), opts)
 				if err != nil {
 					return fmt.Errorf("opening %s/%d: %w", t.Name, ps.Index, err)
@@ -451,11 +440,25 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) (*kerr.Error, str
 	return nil, ""
 }
 
-// BrokerDefaults implements wire.Backend.
+// BrokerDefaults implements wire.Backend: this broker's static configs (its
+// command line), by Kafka's broker config names.
 func (b *Broker) BrokerDefaults() map[string]string {
+	unlimited := func(n int64) string {
+		if n <= 0 { // storage.Options: 0 or below is unlimited
+			return "-1"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	segment := b.cfg.Storage.SegmentBytes
+	if segment <= 0 {
+		segment = storage.DefaultSegmentBytes
+	}
 	return map[string]string{
-		meta.ConfigMinISR:  strconv.Itoa(b.cfg.MinISR),
-		meta.ConfigUnclean: strconv.FormatBool(b.cfg.Unclean),
+		meta.ConfigMinISR:     strconv.Itoa(b.cfg.MinISR),
+		meta.ConfigUnclean:    strconv.FormatBool(b.cfg.Unclean),
+		"log.retention.ms":    unlimited(b.cfg.Storage.RetentionMs),
+		"log.retention.bytes": unlimited(b.cfg.Storage.RetentionBytes),
+		"log.segment.bytes":   strconv.FormatInt(segment, 10),
 	}
 }
 

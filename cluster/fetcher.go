@@ -216,5 +216,9 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *kconn.Conn) (again bool, 
 	default:
 		return false, e
 	}
-	return false, f.p.AppendAsFollower(f.leader, f.epoch, r.RecordBatches, r.HighWatermark)
+	if err := f.p.AppendAsFollower(f.leader, f.epoch, r.RecordBatches, r.HighWatermark); err != nil {
+		return false, err
+	}
+	// DeleteRecords on the leader moves its log start; followers follow.
+	return false, f.p.FollowLogStart(r.LogStartOffset)
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -116,19 +115,7 @@ func ValidateTopic(spec wire.TopicSpec, brokers int) (*kerr.Error, string) {
 	if spec.RF < 1 || int(spec.RF) > brokers {
 		return kerr.InvalidReplicationFactor, fmt.Sprintf("replication factor %d with %d live brokers: give 1..%d", spec.RF, brokers, brokers)
 	}
-	if v, ok := spec.Configs[meta.ConfigMinISR]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return kerr.InvalidConfig, fmt.Sprintf("min.insync.replicas=%q: give a whole number >= 1", v)
-		}
-		if n > int(spec.RF) {
-			return kerr.InvalidConfig, fmt.Sprintf("min.insync.replicas %d > replication factor %d: acks=all writes could never succeed; lower min.insync.replicas or raise the replication factor", n, spec.RF)
-		}
-	}
-	if v, ok := spec.Configs[meta.ConfigUnclean]; ok && v != "true" && v != "false" {
-		return kerr.InvalidConfig, fmt.Sprintf("unclean.leader.election.enable=%q: give true or false", v)
-	}
-	return nil, ""
+	return meta.ValidateTopicConfigs(spec.Configs, int(spec.RF))
 }
 
 func (m *localMeta) create(spec wire.TopicSpec) (*meta.Topic, *kerr.Error, string) {

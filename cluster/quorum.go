@@ -222,6 +222,8 @@ func (q *quorum) convert(im *controller.Image) *meta.Image {
 		out.Topics[name] = &meta.Topic{Name: name, ID: t.ID, Configs: t.Configs, Internal: strings.HasPrefix(name, "__"),
 			Partitions: t.Partitions}
 	}
+	// Shared, not copied: a published controller image is never modified.
+	out.ClusterConfigs, out.BrokerConfigs = im.ClusterConfigs, im.BrokerConfigs
 	q.image, q.seen = out, im.Version
 	return out
 }
@@ -263,7 +265,7 @@ func (q *quorum) alterISR(ctx context.Context, p meta.Partition, newISR []int32)
 	if err != nil {
 		q.b.log.Info("isr change refused", "topic", p.Topic, "partition", p.Index, "isr", newISR, "err", err)
 		if rp := q.b.Partition(p.Topic, p.Index); rp != nil {
-			rp.ClearPendingISR()
+			rp.ClearPendingISR(p)
 		}
 	}
 }

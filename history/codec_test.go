@@ -202,6 +202,27 @@ func TestConfigAcksNormalized(t *testing.T) {
 	}
 }
 
+// A group run's test.json names its commit mode: the auto-commits only with
+// auto_commit, the manual commits only without, "" either way (a run before
+// auto and auto-greedy existed, or no commits). What the group workload
+// writes must read back.
+func TestConfigCommitModes(t *testing.T) {
+	for _, tc := range []struct {
+		auto bool
+		mode string
+		ok   bool
+	}{
+		{true, CommitAuto, true}, {true, CommitAutoGreedy, true}, {true, "", true},
+		{false, "after-processing", true}, {false, "before-processing", true}, {false, "on-revoked", true}, {false, "", true},
+		{false, CommitAuto, false}, {false, CommitAutoGreedy, false}, {true, "after-processing", false}, {true, "sometimes", false},
+	} {
+		c := Config{Acks: "all", AutoCommit: tc.auto, CommitMode: tc.mode}
+		if err := c.Normalize(); (err == nil) != tc.ok {
+			t.Errorf("auto_commit %v, commit_mode %q: %v", tc.auto, tc.mode, err)
+		}
+	}
+}
+
 func BenchmarkDecode(b *testing.B) {
 	line := []byte(`{"index":5,"time":2300000,"process":1,"type":"ok","f":"poll","value":[["poll",{"t/0":[[41,16],[42,17]],"t/1":[[7,3]]}]]}`)
 	var d decoder

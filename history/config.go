@@ -25,9 +25,13 @@ type Config struct {
 	// client default (franz-go: 1 without idempotence).
 	MaxInFlight int  `json:"max_in_flight,omitempty"`
 	AutoCommit  bool `json:"auto_commit"` // enable.auto.commit of group consumers
-	// CommitMode of manual commits: "after-processing" (at-least-once),
+	// CommitMode: with AutoCommit, which auto-commit: CommitAuto (the Java
+	// consumer's, positions of records returned by the previous poll,
+	// committed at the next poll) or CommitAutoGreedy (everything polled,
+	// on a timer; "" in histories written before both existed). Otherwise
+	// the manual commits: "after-processing" (at-least-once),
 	// "before-processing" (at-most-once), "on-revoked" (processed offsets
-	// committed only when partitions are revoked) or "" (no manual commits).
+	// committed only when partitions are revoked) or "" (none).
 	CommitMode string `json:"commit_mode,omitempty"`
 	// FailureRate is the probability that processing one record fails, and
 	// FailureHandling what the consumer does then: "swallow" (catch the
@@ -89,10 +93,14 @@ func (c *Config) Normalize() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	c.Acks = acks
-	switch c.CommitMode {
-	case "", "after-processing", "before-processing", "on-revoked":
+	switch {
+	case c.CommitMode == "":
+	case c.AutoCommit && (c.CommitMode == CommitAuto || c.CommitMode == CommitAutoGreedy):
+	case c.AutoCommit:
+		return fmt.Errorf("config: commit_mode %q with auto_commit: want %s or %s", c.CommitMode, CommitAuto, CommitAutoGreedy)
+	case c.CommitMode == "after-processing", c.CommitMode == "before-processing", c.CommitMode == "on-revoked":
 	default:
-		return fmt.Errorf("config: commit_mode %q: want after-processing, before-processing or on-revoked", c.CommitMode)
+		return fmt.Errorf("config: commit_mode %q without auto_commit: want after-processing, before-processing or on-revoked (or auto_commit true)", c.CommitMode)
 	}
 	switch c.FailureHandling {
 	case "", "swallow", "retry":
@@ -167,4 +175,29 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = Duration(secs * float64(time.Second))
 	return nil
+}
+
+// Auto-commit modes (Config.CommitMode with AutoCommit).
+const (
+	CommitAuto       = "auto"
+	CommitAutoGreedy = "auto-greedy"
+)
+
+// GreedyAutoCommit reports whether consumers auto-committed everything they
+// polled, processed or not (histories from before the Java-like mode
+// existed recorded AutoCommit alone, and were greedy).
+func (c *Config) GreedyAutoCommit() bool {
+	return c.AutoCommit && (c.CommitMode == CommitAutoGreedy || c.CommitMode == "")
+}
+
+// AutoCommitModel says which client behaviour the auto-commit of a run
+// models, for reports; "" without auto-commit.
+func (c *Config) AutoCommitModel() string {
+	switch {
+	case !c.AutoCommit:
+		return ""
+	case c.GreedyAutoCommit():
+		return "greedy, as seed 002 describes it (franz-go's GreedyAutoCommit): every interval, the position after everything poll() returned, processed or not; a crash mid-batch skips the rest of the batch"
+	}
+	return "Apache Kafka's Java consumer (ConsumerCoordinator, inside poll()): once the interval has passed, the next poll commits the positions of the records the previous polls returned, all processed by then; a crash mid-batch re-delivers the batch (franz-go's autocommit without GreedyAutoCommit)"
 }

@@ -25,6 +25,9 @@ const (
 	// value names it ("phase").
 	NemesisStrandLeader = "strand-leader"
 	NemesisKIP101       = "kip101"
+	// NemesisReassign is a membership change: a partition's replicas move
+	// to other brokers while writes go on (KIP-455), and back at its end.
+	NemesisReassign = "reassign"
 )
 
 // Nemesis targets, as --nemesis-target and test.json's "nemesis_target"
@@ -89,6 +92,9 @@ var NemesisKinds = []struct {
 	{NemesisConsumerJoin, ClientFault | GroupFault},
 	{NemesisStrandLeader, TakesLeaderAway}, // kills the stranded leader
 	{NemesisKIP101, TakesLeaderAway},       // kills two leaders in turn
+	// Leadership moves to an ISR replica, which may lack an acks=1 tail:
+	// a leader loss without a crash.
+	{NemesisReassign, TakesLeaderAway},
 }
 
 // NemesisClasses are kind's classes; an unknown kind has none.

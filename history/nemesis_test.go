@@ -31,12 +31,13 @@ func TestNemesisVocabulary(t *testing.T) {
 		NemesisConsumerJoin:    ClientFault | GroupFault,
 		NemesisStrandLeader:    TakesLeaderAway,
 		NemesisKIP101:          TakesLeaderAway,
+		NemesisReassign:        TakesLeaderAway,
 	} {
 		if got := NemesisClasses(kind); got != want {
 			t.Errorf("%s: classes %b, want %b", kind, got, want)
 		}
 	}
-	if len(seen) != 11 || NemesisClasses("explode") != 0 {
+	if len(seen) != 12 || NemesisClasses("explode") != 0 {
 		t.Errorf("%d kinds; an unknown kind has classes %b", len(seen), NemesisClasses("explode"))
 	}
 	if EndVerb(NemesisKill) != VerbStart || EndVerb(NemesisKIP101) != "end-kip101" || !IsEndVerb(VerbHealAll) {

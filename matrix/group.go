@@ -10,7 +10,7 @@ type GroupSettings struct {
 	// Workload is "queue" (the default) or "group".
 	Workload           string   `yaml:"workload,omitempty"`
 	Consumers          *int     `yaml:"consumers,omitempty"`
-	CommitMode         string   `yaml:"commit_mode,omitempty"` // auto, before, after, on-revoked
+	CommitMode         string   `yaml:"commit_mode,omitempty"` // auto, auto-greedy, before, after, on-revoked
 	AutoCommitInterval string   `yaml:"auto_commit_interval,omitempty"`
 	Assignor           string   `yaml:"assignor,omitempty"` // range, sticky, cooperative-sticky
 	Static             *bool    `yaml:"static,omitempty"`

@@ -32,6 +32,9 @@ const (
 	ConsumerRestart Kind = history.NemesisConsumerRestart
 	ConsumerJoin    Kind = history.NemesisConsumerJoin
 	// StrandLeader and KIP101 are scenario faults (scenario.go).
+	// Reassign is a membership change (reassign.go): a partition's replicas
+	// move to other brokers while writes go on (KIP-455), and back on undo.
+	Reassign Kind = history.NemesisReassign
 )
 
 // Kinds lists every kind, in the order --help shows them

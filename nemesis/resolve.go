@@ -103,6 +103,10 @@ func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, erro
 		a.Nodes = leader() // a scenario's story starts at a partition's leader
 		return a, nil
 	}
+	if s.Kind == Reassign {
+		a.Partition = part // the brokers are chosen when it runs (reassign.go)
+		return a, nil
+	}
 	if s.Kind != Partition {
 		a.Nodes = sorted(targetNodes())
 		return a, nil

@@ -114,6 +114,10 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 		r.scenario(ctx, st, v)
 		return
 	}
+	if st.Kind == Reassign {
+		r.reassign(ctx, st, v)
+		return
+	}
 	if st.Kind == ClientCrash {
 		if r.Crash == nil {
 			r.write(string(st.Kind), v, errors.New("no workload client to crash"))

@@ -239,6 +239,9 @@ func configRows(c *history.Config) [][2]string {
 		vb, _ := json.Marshal(m[k])
 		rows = append(rows, [2]string{k, string(vb)})
 	}
+	if m := c.AutoCommitModel(); m != "" {
+		rows = append(rows, [2]string{"auto-commit models", m})
+	}
 	return rows
 }
 

@@ -175,8 +175,68 @@ func notController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterConfigsResponse:
+		return len(r.Resources) > 0 && r.Resources[0].ErrorCode == nc
+	case *kmsg.IncrementalAlterConfigsResponse:
+		return len(r.Resources) > 0 && r.Resources[0].ErrorCode == nc
+	case *kmsg.CreatePartitionsResponse:
+		return len(r.Topics) > 0 && r.Topics[0].ErrorCode == nc
+	case *kmsg.ElectLeadersResponse:
+		return r.ErrorCode == nc
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		return r.ErrorCode == nc
 	}
 	return false
+}
+
+func notControllerResponse(req kmsg.Request) kmsg.Response {
+	return ErrorResponse(req, kerr.NotController.Code, "")
+}
+
+// ErrorResponse answers an admin request (AlterConfigs, IncrementalAlterConfigs,
+// CreatePartitions, ElectLeaders, AlterPartitionReassignments) with error
+// code nc, and msg where the response has room for one, on every item;
+// nil for other requests.
+func ErrorResponse(req kmsg.Request, nc int16, msg string) kmsg.Response {
+	var m *string
+	if msg != "" {
+		m = kmsg.StringPtr(msg)
+	}
+	switch r := req.(type) {
+	case *kmsg.AlterConfigsRequest:
+		resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for _, rr := range r.Resources {
+			out := kmsg.NewAlterConfigsResponseResource()
+			out.ResourceType, out.ResourceName, out.ErrorCode, out.ErrorMessage = rr.ResourceType, rr.ResourceName, nc, m
+			resp.Resources = append(resp.Resources, out)
+		}
+		return resp
+	case *kmsg.IncrementalAlterConfigsRequest:
+		resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for _, rr := range r.Resources {
+			out := kmsg.NewIncrementalAlterConfigsResponseResource()
+			out.ResourceType, out.ResourceName, out.ErrorCode, out.ErrorMessage = rr.ResourceType, rr.ResourceName, nc, m
+			resp.Resources = append(resp.Resources, out)
+		}
+		return resp
+	case *kmsg.CreatePartitionsRequest:
+		resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+		for _, rt := range r.Topics {
+			out := kmsg.NewCreatePartitionsResponseTopic()
+			out.Topic, out.ErrorCode, out.ErrorMessage = rt.Topic, nc, m
+			resp.Topics = append(resp.Topics, out)
+		}
+		return resp
+	case *kmsg.ElectLeadersRequest:
+		resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+		resp.ErrorCode = nc
+		return resp
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		resp.ErrorCode, resp.ErrorMessage = nc, m
+		return resp
+	}
+	return nil
 }
 
 // Versions the typed helpers send; the broker's wire server must accept

@@ -83,6 +83,10 @@
 //     election sets ISR = [Leader], so this holds for them too).
 //   - Invariant: a leader is a registered, live broker.
 //   - Invariant: Partitions[i].Index == i; epochs non-negative.
+//   - Invariant: a reassignment in progress (KIP-455) adds and removes
+//     replicas only, each once, none both (meta.Partition.Check); when its
+//     target replicas are all in the ISR it completes in the same apply
+//     (records_admin.go: completeReassignment).
 //
 // A violation panics with Config.StrictInvariants (tests: a bug must stop
 // the test) and is otherwise logged and counted (InvariantViolations),
@@ -93,7 +97,9 @@
 //
 // Brokers reach the active controller with the real Kafka APIs, encoded
 // by kmsg: BrokerRegistration (62), BrokerHeartbeat (63), AlterPartition
-// (56), and forwarded CreateTopics (19) / DeleteTopics (20). Handle
+// (56), and forwarded CreateTopics (19) / DeleteTopics (20) and admin
+// requests (AlterConfigs, IncrementalAlterConfigs, CreatePartitions,
+// ElectLeaders, AlterPartitionReassignments: handle_admin.go). Handle
 // serves them (NOT_CONTROLLER when not active); Client finds the active
 // controller and retries with bounded backoff over a Transport
 // (KconnTransport over TCP, LocalTransport in process); Lifecycle is the

@@ -117,6 +117,14 @@ func applyRecord(img *Image, rec record, index uint64) applyResult {
 		return applyCreateTopic(img, *rec.CreateTopic)
 	case rec.DeleteTopic != nil:
 		return applyDeleteTopic(img, *rec.DeleteTopic)
+	case rec.Configs != nil:
+		return applyConfigs(img, *rec.Configs, rec.Policy)
+	case rec.CreatePartitions != nil:
+		return applyCreatePartitions(img, *rec.CreatePartitions)
+	case rec.Elect != nil:
+		return applyElect(img, *rec.Elect, rec.Policy)
+	case rec.Reassign != nil:
+		return applyReassign(img, *rec.Reassign)
 	}
 	return applyResult{Code: kerr.InvalidRequest.Code}
 }
@@ -136,7 +144,7 @@ func forEachPartition(img *Image, fn func(t TopicInfo, p *meta.Partition)) {
 func dropBroker(img *Image, id int32, pol electPolicy) {
 	forEachPartition(img, func(t TopicInfo, p *meta.Partition) {
 		if p.InISR(id) || p.Leader == id {
-			withoutBroker(p, id, img.live, t.UncleanElection(pol.UncleanDefault), pol)
+			withoutBroker(p, id, img.live, img.uncleanFor(t, pol), pol)
 		}
 	})
 }
@@ -145,7 +153,7 @@ func dropBroker(img *Image, id int32, pol electPolicy) {
 // became live.
 func reviveOffline(img *Image, pol electPolicy) {
 	forEachPartition(img, func(t TopicInfo, p *meta.Partition) {
-		electIfOffline(p, img.live, t.UncleanElection(pol.UncleanDefault), pol)
+		electIfOffline(p, img.live, img.uncleanFor(t, pol), pol)
 	})
 }
 
@@ -215,21 +223,26 @@ func applyCreateTopic(img *Image, r createRec) applyResult {
 		if len(reps) == 0 {
 			return applyResult{Code: kerr.InvalidReplicaAssignment.Code}
 		}
-		p := meta.Partition{Topic: r.Name, Index: int32(i),
-			Replicas: slices.Clone(reps), ISR: slices.Clone(reps), Leader: reps[0]}
-		// The assignment was made from live brokers, but one may have
-		// been fenced between proposal and apply: elect if needed.
-		if !img.live(p.Leader) {
-			p.Leader, p.ISR = elect(p, img.live, false, electPolicy{})
-			if p.Leader == meta.NoLeader {
-				p.ISR = slices.Clone(reps)
-			}
-		}
-		t.Partitions = append(t.Partitions, p)
+		t.Partitions = append(t.Partitions, newPartition(img, r.Name, int32(i), reps))
 	}
 	img.Topics[r.Name] = t
 	img.TopicsCreated++
 	return applyResult{Topic: t}
+}
+
+// newPartition is a new partition on replicas reps, led by the first. The
+// assignment was made from live brokers, but one may have been fenced
+// between proposal and apply: then a live one is elected, if any.
+func newPartition(img *Image, topic string, index int32, reps []int32) meta.Partition {
+	p := meta.Partition{Topic: topic, Index: index,
+		Replicas: slices.Clone(reps), ISR: slices.Clone(reps), Leader: reps[0]}
+	if !img.live(p.Leader) {
+		p.Leader, p.ISR = elect(p, img.live, false, electPolicy{})
+		if p.Leader == meta.NoLeader {
+			p.ISR = slices.Clone(reps)
+		}
+	}
+	return p
 }
 
 func applyDeleteTopic(img *Image, r deleteRec) applyResult {

@@ -62,6 +62,9 @@ func alterOne(img *Image, sender int32, it alterItem) itemResult {
 		}
 	}
 	setLeaderAndISR(p, p.Leader, it.NewISR)
+	// KIP-455: the ISR growing over the last adding replica completes a
+	// reassignment in progress.
+	completeReassignment(img, p)
 	return itemResult{Partition: p.Clone()}
 }
 

@@ -201,6 +201,12 @@ func TestInvariantCheckCatches(t *testing.T) {
 		func(p *meta.Partition) { p.ISR = []int32{1, 7} },
 		func(p *meta.Partition) { p.ISR = []int32{2}; p.Leader = 1 },
 		func(p *meta.Partition) { p.ISR = []int32{2, 2} },
+		// A reassignment (KIP-455) names only replicas, each once, and no
+		// replica both joins and leaves.
+		func(p *meta.Partition) { p.Adding = []int32{7} },
+		func(p *meta.Partition) { p.Removing = []int32{9} },
+		func(p *meta.Partition) { p.Adding, p.Removing = []int32{2}, []int32{2} },
+		func(p *meta.Partition) { p.Adding = []int32{2, 2} },
 	}
 	for i, mut := range bad {
 		img := h.img.clone()

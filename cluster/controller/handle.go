@@ -10,8 +10,10 @@ import (
 )
 
 // Handle answers a controller RPC: AlterPartition (56), BrokerRegistration
-// (62), BrokerHeartbeat (63), and CreateTopics (19) / DeleteTopics (20)
-// forwarded by brokers. The response has the request's version. A node
+// (62), BrokerHeartbeat (63), and the admin requests brokers forward:
+// CreateTopics (19), DeleteTopics (20), AlterConfigs (33), CreatePartitions
+// (37), ElectLeaders (43), IncrementalAlterConfigs (44) and
+// AlterPartitionReassignments (45). The response has the request's version. A node
 // that is not the active controller answers NOT_CONTROLLER (in the error
 // field(s) of the response, as Kafka does); a raft leader still applying
 // its predecessors' entries first waits to become active. The error return
@@ -32,13 +34,30 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 	case *kmsg.DeleteTopicsRequest:
 		return c.handleDeleteTopics(ctx, r), nil
 	}
+	if !c.IsActive() {
+		// Admin requests answer NOT_CONTROLLER in their top-level or
+		// per-item error fields, where the forwarding broker looks.
+		return notControllerResponse(req), nil
+	}
+	switch r := req.(type) {
+	case *kmsg.AlterConfigsRequest:
+		return c.handleAlterConfigs(r), nil
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return c.handleIncrementalAlterConfigs(r), nil
+	case *kmsg.CreatePartitionsRequest:
+		return c.handleCreatePartitions(r), nil
+	case *kmsg.ElectLeadersRequest:
+		return c.handleElectLeaders(r), nil
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return c.handleAlterPartitionReassignments(r), nil
+	}
 	return nil, fmt.Errorf("controller: API key %d is not a controller API", req.Key())
 }
 
 // Handles reports whether Handle serves API key key.
 func Handles(key int16) bool {
 	switch key {
-	case 19, 20, 56, 62, 63:
+	case 19, 20, 56, 62, 63, 33, 37, 43, 44, 45:
 		return true
 	}
 	return false

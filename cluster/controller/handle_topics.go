@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/meta"
 )
 
 // maxTopicNameLen is Kafka's limit.
@@ -94,6 +96,12 @@ func (c *Controller) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly b
 			fail(kerr.InvalidReplicationFactor, "replication factor exceeds available brokers")
 			return
 		}
+	}
+	// LogConfig.validate (ControllerConfigurationValidator): unknown names
+	// and bad values are INVALID_CONFIG, before anything is proposed.
+	if e, msg := meta.ValidateTopicConfigs(configs, len(as[0])); e != nil {
+		fail(e, msg)
+		return
 	}
 	rt.NumPartitions, rt.ReplicationFactor = int32(len(as)), int16(len(as[0]))
 	for k, v := range configs {

@@ -63,6 +63,11 @@ type Image struct {
 	// TopicsCreated counts topic creations ever; it rotates the replica
 	// assignment's start broker.
 	TopicsCreated int64
+	// ClusterConfigs are the dynamic cluster-wide broker configs
+	// (AlterConfigs on the default broker resource), by broker config name;
+	// BrokerConfigs the dynamic configs of single brokers.
+	ClusterConfigs map[string]string           `json:",omitempty"`
+	BrokerConfigs  map[int32]map[string]string `json:",omitempty"`
 }
 
 func emptyImage() *Image {
@@ -80,6 +85,13 @@ func (img *Image) clone() *Image {
 	}
 	for n, t := range img.Topics {
 		c.Topics[n] = t.clone()
+	}
+	c.ClusterConfigs = maps.Clone(img.ClusterConfigs)
+	if img.BrokerConfigs != nil {
+		c.BrokerConfigs = make(map[int32]map[string]string, len(img.BrokerConfigs))
+		for id, m := range img.BrokerConfigs {
+			c.BrokerConfigs[id] = maps.Clone(m)
+		}
 	}
 	return c
 }

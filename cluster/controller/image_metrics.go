@@ -61,6 +61,18 @@ func (t TopicInfo) UncleanElection(def bool) bool {
 	return def
 }
 
+// uncleanFor resolves unclean.leader.election.enable for topic t as the
+// controller applies it: the topic's own config, else the dynamic
+// cluster-wide default (AlterConfigs at runtime), else the proposing
+// controller's static default carried in the record's policy.
+func (img *Image) uncleanFor(t TopicInfo, pol electPolicy) bool {
+	def := pol.UncleanDefault
+	if v, err := strconv.ParseBool(img.ClusterConfigs[meta.ConfigUnclean]); err == nil {
+		def = v
+	}
+	return t.UncleanElection(def)
+}
+
 // UnderMinISR counts partitions whose ISR is smaller than the topic's
 // min.insync.replicas (minISRDefault when the topic does not set it).
 func (img *Image) UnderMinISR(minISRDefault int) int {

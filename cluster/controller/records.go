@@ -22,6 +22,11 @@ type record struct {
 	AlterPartition *alterRec    `json:"alter,omitempty"`
 	CreateTopic    *createRec   `json:"create,omitempty"`
 	DeleteTopic    *deleteRec   `json:"delete,omitempty"`
+	// Admin records (records_admin.go).
+	Configs          *configRec      `json:"configs,omitempty"`
+	CreatePartitions *createPartsRec `json:"create_parts,omitempty"`
+	Elect            *electRec       `json:"elect,omitempty"`
+	Reassign         *reassignRec    `json:"reassign,omitempty"`
 }
 
 type registerRec struct {
@@ -86,6 +91,8 @@ type applyResult struct {
 	// Items answers AlterPartition, one per request item.
 	Items []itemResult
 	Topic TopicInfo
+	// Codes answers admin records item by item (records_admin.go).
+	Codes []int16
 }
 
 type itemResult struct {

@@ -31,8 +31,8 @@ type Broker struct {
 type Partition struct {
 	Topic string
 	Index int32
-	// Replicas is the assignment, in preference order; fixed at creation.
-	// Invariant: non-empty, no duplicates.
+	// Replicas is the assignment, in preference order; only a
+	// reassignment changes it. Invariant: non-empty, no duplicates.
 	Replicas []int32
 	// Invariant: non-empty, no duplicates, ISR ⊆ Replicas.
 	ISR []int32
@@ -45,7 +45,18 @@ type Partition struct {
 	// Invariant: both >= 0.
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// Adding and Removing describe a reassignment in progress (KIP-455,
+	// Kafka's PartitionRegistration addingReplicas/removingReplicas):
+	// Replicas is then the union of the old and the target set, Adding the
+	// target replicas not in the old set, Removing the old ones not in the
+	// target. Invariant: both within Replicas, disjoint, no duplicates; both
+	// empty when no reassignment is in progress.
+	Adding   []int32 `json:",omitempty"`
+	Removing []int32 `json:",omitempty"`
 }
+
+// Reassigning reports whether a reassignment is in progress.
+func (p Partition) Reassigning() bool { return len(p.Adding) > 0 || len(p.Removing) > 0 }
 
 // InISR reports whether id is in the ISR.
 func (p Partition) InISR(id int32) bool { return slices.Contains(p.ISR, id) }
@@ -53,11 +64,13 @@ func (p Partition) InISR(id int32) bool { return slices.Contains(p.ISR, id) }
 // IsReplica reports whether id is in the assignment.
 func (p Partition) IsReplica(id int32) bool { return slices.Contains(p.Replicas, id) }
 
-// Clone copies p with its own Replicas and ISR, for a change that must not
-// touch a published image.
+// Clone copies p with its own Replicas, ISR, Adding and Removing, for a
+// change that must not touch a published image.
 func (p Partition) Clone() Partition {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.Adding = slices.Clone(p.Adding)
+	p.Removing = slices.Clone(p.Removing)
 	return p
 }
 
@@ -86,6 +99,16 @@ func (p Partition) Check() error {
 	if p.Leader != NoLeader && !slices.Contains(p.ISR, p.Leader) {
 		return fmt.Errorf("leader %d outside ISR %v", p.Leader, p.ISR)
 	}
+	for i, r := range p.Adding {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.Removing, r) || slices.Contains(p.Adding[:i], r) {
+			return fmt.Errorf("adding %v: replica %d outside replicas %v, also removing %v, or twice", p.Adding, r, p.Replicas, p.Removing)
+		}
+	}
+	for i, r := range p.Removing {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.Removing[:i], r) {
+			return fmt.Errorf("removing %v: replica %d outside replicas %v or twice", p.Removing, r, p.Replicas)
+		}
+	}
 	if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
 		return fmt.Errorf("negative epoch %d/%d", p.LeaderEpoch, p.PartitionEpoch)
 	}
@@ -107,6 +130,21 @@ type Image struct {
 	ControllerID int32
 	Brokers      map[int32]Broker
 	Topics       map[string]*Topic
+	// ClusterConfigs are dynamic cluster-wide broker configs (AlterConfigs
+	// on the default broker resource, name ""), by broker config name;
+	// BrokerConfigs the dynamic configs of one broker. Both replicated.
+	ClusterConfigs map[string]string
+	BrokerConfigs  map[int32]map[string]string
+}
+
+// Layers are the config sources for topic t (nil: no topic) as broker node
+// resolves them, with static the broker's own configuration file.
+func (im *Image) Layers(t *Topic, node int32, static map[string]string) ConfigLayers {
+	l := ConfigLayers{Broker: im.BrokerConfigs[node], ClusterDyn: im.ClusterConfigs, StaticBroker: static}
+	if t != nil {
+		l.Topic = t.Configs
+	}
+	return l
 }
 
 // Empty returns an image with no brokers or topics.

@@ -151,10 +151,16 @@ func (p *Partition) requestISR(newISR []int32) func() {
 }
 
 // ClearPendingISR forgets a pending ISR change the controller refused, so the
-// next check may ask again.
-func (p *Partition) ClearPendingISR() {
+// next check may ask again. sent is the state the refused request was made
+// from: once a newer state was published, Update has already dropped that
+// request's pending ISR, and the one pending now belongs to a later request,
+// which this refusal must not clear.
+func (p *Partition) ClearPendingISR(sent meta.Partition) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.state.LeaderEpoch != sent.LeaderEpoch || p.state.PartitionEpoch != sent.PartitionEpoch {
+		return
+	}
 	p.pendingISR = nil
 	p.maybeAdvanceHW()
 	p.checkInvariants()

@@ -188,8 +188,17 @@ func (p *Partition) Update(st meta.Partition, minISR int) {
 	case st.Leader != me && old.Leader == me:
 		p.followers = nil
 		p.pendingISR = nil
+	case st.Leader == me:
+		p.syncFollowers(p.now())
 	}
-	if p.pendingISR != nil && slices.Equal(sorted(p.pendingISR), sorted(st.ISR)) {
+	// A newer partition state from the controller is the committed one:
+	// a pending ISR change either is in it or was overtaken (the request
+	// carried the old partition epoch, which the controller refuses), as
+	// Kafka's Partition.makeLeader replaces a pending state on every newer
+	// partition epoch. A reassignment may have removed a replica the
+	// pending ISR named.
+	if st.LeaderEpoch != old.LeaderEpoch || st.PartitionEpoch != old.PartitionEpoch ||
+		(p.pendingISR != nil && slices.Equal(sorted(p.pendingISR), sorted(st.ISR))) {
 		p.pendingISR = nil
 	}
 	if st.Leader == me {

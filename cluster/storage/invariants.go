@@ -33,6 +33,9 @@ func (l *Log) invariants() error {
 	if l.unsyncedRecords < 0 {
 		return l.errf("%d unsynced records", l.unsyncedRecords)
 	}
+	if l.logStart < 0 {
+		return l.errf("log start %d is negative", l.logStart)
+	}
 	if err := l.epochs.invariants(l.startOffset(), l.leo()); err != nil {
 		return l.errf("leader epochs: %w", err)
 	}

@@ -30,8 +30,13 @@ type Log struct {
 	// Invariant (invariants.go, as are those of segment and epochCache): len(segs) >= 1 while
 	// open; segs[i+1].base == segs[i].next; every segment but the last is non-empty and fully
 	// synced.
-	segs   []*segment
-	epochs *epochCache
+	segs []*segment
+	// logStart is the log start offset DeleteRecords moved (KIP-107), or 0:
+	// it may lie inside the first segment. startOffset() = max(segs[0].base,
+	// logStart) clamped to the LEO. Invariant: logStart >= 0; durable in
+	// log-start-offset-checkpoint before it is used (logstart.go).
+	logStart int64
+	epochs   *epochCache
 	// unsyncedRecords counts records appended since the last fsync, for FsyncEveryN.
 	unsyncedRecords int64
 
@@ -58,7 +63,11 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{dir: dir, opts: opts, lg: opts.Logger.With("dir", dir)}
-	if err := l.load(); err != nil {
+	err = l.load()
+	if err == nil {
+		err = l.loadLogStart()
+	}
+	if err != nil {
 		for _, s := range l.segs {
 			s.close()
 		}
@@ -82,7 +91,7 @@ func (l *Log) usable() error {
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
 func (l *Log) leo() int64       { return l.active().next }
 func (l *Log) startOffset() int64 {
-	return l.segs[0].base
+	return min(max(l.segs[0].base, l.logStart), l.leo())
 }
 
 // segFor returns the index of the segment holding offset (the last one starting at or before it).

@@ -60,7 +60,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	return nil
 }
 
-// TruncateFullyAndStartAt empties the log and starts it at offset: a follower whose LEO is below
+// TruncateFullyAndStartAt empties the log and starts it (and its log start offset) at offset: a follower whose LEO is below
 // the leader's start offset does this. The leader-epoch cache is cleared, as in Kafka.
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.mu.Lock()
@@ -75,6 +75,17 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 func (l *Log) truncateFullyLocked(offset int64) error {
 	if offset < 0 {
 		return l.errf("start offset %d is negative", offset)
+	}
+	// The log starts at offset now, so a start DeleteRecords moved above it
+	// comes down to it (Kafka's truncateFullyAndStartAt sets logStartOffset
+	// to the new offset; truncateTo lowers it to the target), else records
+	// appended again from offset would be hidden. Durable first: a crash
+	// after it keeps a start at or below the log, which hides nothing.
+	if l.logStart > offset {
+		if err := writeOffsetCheckpoint(l.dir, logStartFile, offset); err != nil {
+			return l.errf("truncate fully: log start checkpoint: %w", err)
+		}
+		l.logStart = offset
 	}
 	// Newest first, so a crash midway leaves a prefix of the old log.
 	for j := len(l.segs) - 1; j >= 0; j-- {

@@ -10,6 +10,9 @@ package wire
 //     meanwhile, or REQUEST_TIMED_OUT after TimeoutMillis, or
 //     NOT_LEADER_OR_FOLLOWER if leadership moved (the write's fate is then
 //     unknown to the client, as in Kafka);
+//   - a batch larger than the topic's max.message.bytes (default: the
+//     broker's message.max.bytes, 1048588) is refused with MESSAGE_TOO_LARGE,
+//     as Kafka's UnifiedLog does;
 //   - every batch's CRC is checked; offsets and the leader epoch are assigned
 //     by the leader; every compression codec passes through untouched (the
 //     broker never decompresses);
@@ -19,11 +22,14 @@ package wire
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/cluster/meta"
 	"gregor/cluster/replica"
 )
 
@@ -78,6 +84,13 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
+			if size, max, big := s.oversized(im, t.Topic, tp.Records); big {
+				// UnifiedLog.analyzeAndValidateRecords: RecordTooLargeException.
+				rp.ErrorCode = kerr.MessageTooLarge.Code
+				rp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("The record batch size in the append to %s-%d is %d bytes which exceeds the maximum configured value of %d.", t.Topic, tp.Partition, size, max))
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			res, e := p.AppendAsLeader(tp.Records, req.Acks)
 			if e != nil {
 				rp.ErrorCode = e.Code
@@ -111,4 +124,26 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 		}
 		return resp
 	}}
+}
+
+// oversized reports the first record batch in records larger than the
+// topic's max.message.bytes, with its size and the limit. A malformed set is
+// left to the append, which refuses it with CORRUPT_MESSAGE.
+func (s *Server) oversized(im *meta.Image, topic string, records []byte) (size int, max int64, big bool) {
+	max = im.Layers(im.Topics[topic], s.b.NodeID(), s.b.BrokerDefaults()).Int(meta.ConfigMaxMessageBytes)
+	// Bounded: each pass consumes at least the 12-byte batch prefix.
+	for len(records) >= 12 {
+		size = 12 + int(int32(binary.BigEndian.Uint32(records[8:])))
+		if size < 12 {
+			return 0, max, false
+		}
+		if int64(size) > max {
+			return size, max, true
+		}
+		if size > len(records) {
+			return 0, max, false
+		}
+		records = records[size:]
+	}
+	return 0, max, false
 }

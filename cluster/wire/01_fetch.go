@@ -14,7 +14,9 @@ package wire
 //     to send full fetches;
 //   - IsolationLevel read_committed is served as read_uncommitted: without
 //     transactions the last stable offset is the high watermark;
-//   - CurrentLeaderEpoch is checked: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
+//   - CurrentLeaderEpoch is checked: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH;
+//   - a partition with nothing to return carries empty records, never null
+//     (Kafka's MemoryRecords.EMPTY; librdkafka rejects a null set).
 
 import (
 	"context"
@@ -73,6 +75,11 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, to
 			rp.Partition = fp.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 			rp.PreferredReadReplica = -1
+			// Kafka answers MemoryRecords.EMPTY (size 0), never null, even
+			// with an error: librdkafka refuses a null set ("invalid
+			// MessageSetSize -1") and backs off forever, so kcat -e never
+			// reached the end of a partition.
+			rp.RecordBatches = []byte{}
 			p := s.b.Partition(t.Topic, fp.Partition)
 			if p == nil {
 				if s.b.Image().Topics[t.Topic] != nil {
@@ -103,7 +110,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, to
 			if r.Err != nil {
 				rp.ErrorCode = r.Err.Code
 				failed = true
-			} else if max > 0 || total == 0 {
+			} else if (max > 0 || total == 0) && r.Records != nil {
 				rp.RecordBatches = r.Records
 				total += len(r.Records)
 				budget -= len(r.Records)

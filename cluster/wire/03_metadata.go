@@ -1,12 +1,17 @@
 package wire
 
-// Metadata: v1-12.
+// Metadata: v0-12.
 //
 // Behaviour:
 //   - brokers are the registered, unfenced brokers; the controller id is the
 //     active controller when it is a live broker, else a live broker (which
 //     forwards controller requests, as KRaft brokers do);
-//   - a nil topic list means all topics; topics may be named or (v10+) given
+//   - v0 is served because kafka-python's version probe sends Metadata v0
+//     right behind ApiVersions v0 on the same connection: refusing it closed
+//     the connection, and kafka-python 2.0.2 drops the bytes it read when it
+//     sees the close, so the ApiVersions answer was lost and the broker
+//     taken for Kafka 0.9 (IncompatibleBrokerVersion in KafkaAdminClient);
+//   - a nil topic list (v0: an empty one) means all topics; topics may be named or (v10+) given
 //     by id;
 //   - a missing topic is created with the broker defaults only when the
 //     request allows it AND the broker was started with auto-creation on;
@@ -25,17 +30,13 @@ import (
 	"gregor/cluster/meta"
 )
 
-func init() { register(3, 1, 12, handleMetadata) }
+func init() { register(3, 0, 12, handleMetadata) }
 
 func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	im := s.b.Image()
-	for _, id := range sortedBrokerIDs(im) {
-		b := im.Brokers[id]
-		if b.Fenced {
-			continue
-		}
+	for _, b := range liveBrokers(im) {
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
 		resp.Brokers = append(resp.Brokers, rb)
@@ -45,16 +46,10 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 	// Clients send admin requests to the "controller"; like KRaft brokers we
 	// name a live broker when the active controller is not one (a
 	// controller-only voter), and brokers forward to the real one.
-	resp.ControllerID = im.ControllerID
-	if b, ok := im.Brokers[im.ControllerID]; !ok || b.Fenced {
-		resp.ControllerID = s.b.NodeID()
-		if b, ok := im.Brokers[resp.ControllerID]; (!ok || b.Fenced) && len(resp.Brokers) > 0 {
-			resp.ControllerID = resp.Brokers[0].NodeID
-		}
-	}
+	resp.ControllerID = s.controllerForClients(im)
 
 	var names []string
-	if req.Topics == nil {
+	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
 		names = im.SortedTopics()
 	}
 	for _, rt := range req.Topics {
@@ -108,6 +103,38 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 		resp.Topics = append(resp.Topics, mt)
 	}
 	return now(resp)
+}
+
+// controllerForClients is the node Metadata and DescribeCluster name as the
+// controller: the active controller when it is a live broker, else this
+// broker if live, else the lowest live broker id (-1 with none). Like KRaft
+// brokers, the one named forwards controller requests to the real one.
+func (s *Server) controllerForClients(im *meta.Image) int32 {
+	live := func(id int32) bool { b, ok := im.Brokers[id]; return ok && !b.Fenced }
+	if live(im.ControllerID) {
+		return im.ControllerID
+	}
+	if live(s.b.NodeID()) {
+		return s.b.NodeID()
+	}
+	for _, id := range sortedBrokerIDs(im) {
+		if live(id) {
+			return id
+		}
+	}
+	return -1
+}
+
+// liveBrokers are the registered, unfenced brokers in id order: the ones
+// Metadata and DescribeCluster show clients.
+func liveBrokers(im *meta.Image) []meta.Broker {
+	var out []meta.Broker
+	for _, id := range sortedBrokerIDs(im) {
+		if b := im.Brokers[id]; !b.Fenced {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func sortedBrokerIDs(im *meta.Image) []int32 {

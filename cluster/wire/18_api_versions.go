@@ -6,7 +6,10 @@ package wire
 //   - answers with exactly the keys and versions registered in this package,
 //     which are the ones really implemented;
 //   - a version we do not know is answered at v0 with UNSUPPORTED_VERSION and
-//     the table (see decode), as Kafka does, so the client can retry lower;
+//     the table (see decode) on a connection kept open, so the client can
+//     retry lower (KIP-511; Kafka's ApiVersionsRequest.getErrorResponse lists
+//     only ApiVersions' own range, which the table includes);
+//     TestApiVersionsKIP511RetryOnSameConnection sends a v4 flexible request;
 //   - the response header is always v0 (KIP-511), even for flexible versions.
 
 import (

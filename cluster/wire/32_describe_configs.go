@@ -2,11 +2,20 @@ package wire
 
 // DescribeConfigs: v0-4.
 //
-// Behaviour: topic resources list the topic's own configs (source
-// DYNAMIC_TOPIC_CONFIG) and, for keys the topic does not set, the broker's
-// defaults (STATIC_BROKER_CONFIG); broker resources list the defaults.
-// ConfigNames filters. An unknown topic answers UNKNOWN_TOPIC_OR_PARTITION.
-// Synonyms and documentation are not returned.
+// Behaviour:
+//   - a topic resource lists every topic config Kafka knows (meta.TopicConfigs),
+//     each with its effective value and source, resolved as Kafka does: the
+//     topic's own (DYNAMIC_TOPIC_CONFIG), this broker's dynamic config
+//     (DYNAMIC_BROKER_CONFIG), the cluster-wide dynamic default
+//     (DYNAMIC_DEFAULT_BROKER_CONFIG), the broker's command line
+//     (STATIC_BROKER_CONFIG, when it differs from Kafka's default), else
+//     Kafka's default (DEFAULT_CONFIG, IsDefault);
+//   - a broker resource named by a broker id lists the broker configs this
+//     cluster can change at runtime, resolved the same way; the default
+//     broker resource (name "") lists the cluster-wide dynamic configs set;
+//   - ConfigNames filters; an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION,
+//     another broker's id or an unknown resource type INVALID_REQUEST.
+//     Synonyms and documentation are not returned.
 
 import (
 	"context"
@@ -16,6 +25,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/meta"
 )
 
 func init() { register(32, 0, 4, handleDescribeConfigs) }
@@ -24,20 +35,16 @@ func handleDescribeConfigs(s *Server, _ context.Context, hdr header, kreq kmsg.R
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	im := s.b.Image()
-	defaults := s.b.BrokerDefaults()
+	static := s.b.BrokerDefaults()
 	for _, r := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		want := func(k string) bool { return r.ConfigNames == nil || slices.Contains(r.ConfigNames, k) }
 		add := func(k, v string, src kmsg.ConfigSource) {
-			if !want(k) {
+			if r.ConfigNames != nil && !slices.Contains(r.ConfigNames, k) {
 				return
 			}
 			c := kmsg.NewDescribeConfigsResponseResourceConfig()
-			c.Name = k
-			val := v
-			c.Value = &val
-			c.Source = src
+			c.Name, c.Value, c.Source = k, kmsg.StringPtr(v), src
 			c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
 			rr.Configs = append(rr.Configs, c)
 		}
@@ -48,21 +55,28 @@ func handleDescribeConfigs(s *Server, _ context.Context, hdr header, kreq kmsg.R
 				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
 			}
-			for _, k := range sortedKeys(t.Configs) {
-				add(k, t.Configs[k], kmsg.ConfigSourceDynamicTopicConfig)
-			}
-			for _, k := range sortedKeys(defaults) {
-				if _, set := t.Configs[k]; !set {
-					add(k, defaults[k], kmsg.ConfigSourceStaticBrokerConfig)
-				}
+			layers := im.Layers(t, s.b.NodeID(), static)
+			for _, c := range meta.TopicConfigs() {
+				v, src := layers.Resolve(c)
+				add(c.Name, v, src)
 			}
 		case kmsg.ConfigResourceTypeBroker:
-			if r.ResourceName != "" && r.ResourceName != strconv.Itoa(int(s.b.NodeID())) {
-				rr.ErrorCode = kerr.InvalidRequest.Code
+			if r.ResourceName == "" {
+				for _, k := range sortedKeys(im.ClusterConfigs) {
+					add(k, im.ClusterConfigs[k], kmsg.ConfigSourceDynamicDefaultBrokerConfig)
+				}
 				break
 			}
-			for _, k := range sortedKeys(defaults) {
-				add(k, defaults[k], kmsg.ConfigSourceStaticBrokerConfig)
+			if r.ResourceName != strconv.Itoa(int(s.b.NodeID())) {
+				rr.ErrorCode = kerr.InvalidRequest.Code
+				rr.ErrorMessage = kmsg.StringPtr("a broker describes only its own configs: send this to broker " + r.ResourceName)
+				break
+			}
+			layers := im.Layers(nil, s.b.NodeID(), static)
+			for _, name := range meta.DynamicBrokerConfigs() {
+				c, _ := meta.LookupBrokerConfig(name)
+				v, src := layers.Resolve(c)
+				add(name, v, src)
 			}
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code

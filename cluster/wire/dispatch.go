@@ -130,7 +130,7 @@ func unsupported(hdr header) reply {
 }
 
 func (s *Server) dispatch(ctx context.Context, hdr header, req kmsg.Request) reply {
-	if (hdr.key == 19 || hdr.key == 20) && forwarded(hdr) {
+	if controllerKeys[hdr.key] && forwarded(hdr) {
 		return handleController(s, ctx, hdr, req)
 	}
 	return apis[hdr.key].handle(s, ctx, hdr, req)

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
-	"strings"
+	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,6 +17,11 @@ import (
 	"gregor/cluster"
 )
 
+// TestDescribeLikeKafkaTopics compares gregor describe with the exact text
+// Kafka 4.0's kafka-topics.sh --describe prints for the same topic: the
+// header line with TopicId in Kafka's Uuid form, the non-default configs,
+// then one tab-separated line per partition ending in empty Elr and
+// LastKnownElr.
 func TestDescribeLikeKafkaTopics(t *testing.T) {
 	b, err := cluster.Start(cluster.Config{NodeID: 1, Listen: "127.0.0.1:0", DataDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -34,19 +41,49 @@ func TestDescribeLikeKafkaTopics(t *testing.T) {
 	if _, err := adm.CreateTopics(ctx, 2, 1, map[string]*string{"min.insync.replicas": &one}, "orders"); err != nil {
 		t.Fatal(err)
 	}
+	md, err := adm.Metadata(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := kafkaUUID(md.Topics["orders"].ID)
+	if !regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`).MatchString(id) {
+		t.Fatalf("TopicId %q is not Kafka's URL-safe unpadded base64", id)
+	}
 	var out bytes.Buffer
 	if err := describeTopics(ctx, adm, nil, &out); err != nil {
 		t.Fatal(err)
 	}
-	got := out.String()
-	for _, want := range []string{
-		"Topic: orders\tTopicId: ",
-		"PartitionCount: 2\tReplicationFactor: 1\tConfigs: min.insync.replicas=1\n",
-		"\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\n",
-		"\tTopic: orders\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Fatalf("describe output lacks %q:\n%s", want, got)
+	// The broker runs with unlimited retention and 64 MiB segments (its
+	// static configs differ from Kafka's defaults, so they are listed, as
+	// a Kafka broker's server.properties settings are).
+	want := fmt.Sprintf("Topic: orders\tTopicId: %s\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: min.insync.replicas=1,retention.ms=-1,segment.bytes=67108864\n"+
+		"\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr: \n"+
+		"\tTopic: orders\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr: \n", id)
+	if got := out.String(); got != want {
+		t.Fatalf("describe printed\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestJavaHashMapOrder checks the Configs column order against what
+// kafka-topics.sh prints for __consumer_offsets ("compression.type=producer,
+// cleanup.policy=compact,segment.bytes=104857600": neither alphabetical nor
+// the order of the response, but java.util.HashMap's over all topic
+// configs).
+func TestJavaHashMapOrder(t *testing.T) {
+	keys := []string{"cleanup.policy", "compression.type", "delete.retention.ms", "file.delete.delay.ms",
+		"flush.messages", "flush.ms", "index.interval.bytes", "max.message.bytes", "min.insync.replicas",
+		"preallocate", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
+		"segment.jitter.ms", "segment.ms", "unclean.leader.election.enable", "message.timestamp.type",
+		"min.cleanable.dirty.ratio", "min.compaction.lag.ms", "max.compaction.lag.ms",
+		"message.downconversion.enable", "message.format.version", "message.timestamp.difference.max.ms",
+		"follower.replication.throttled.replicas", "leader.replication.throttled.replicas"}
+	var got []string
+	for _, i := range javaHashMapOrder(keys) {
+		if k := keys[i]; k == "cleanup.policy" || k == "compression.type" || k == "segment.bytes" {
+			got = append(got, k)
 		}
+	}
+	if want := []string{"compression.type", "cleanup.policy", "segment.bytes"}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
 }

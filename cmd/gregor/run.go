@@ -91,7 +91,7 @@ consumer-restart (rolling restart of the group's consumers), consumer-join
 
 --workload group: the producers, and --consumers franz-go consumers in one
 group that process each record (--processing-time, --failure-rate,
---failure-handling swallow|retry), commit (--commit-mode auto|before|after|
+--failure-handling swallow|retry), commit (--commit-mode auto|auto-greedy|before|after|
 on-revoked, --auto-commit-interval), with --assignor range|sticky|
 cooperative-sticky, --static membership, --max-poll-records and
 --max-poll-interval. The checker adds committed-skip, redelivered and group

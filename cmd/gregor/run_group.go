@@ -20,7 +20,7 @@ func registerGroup(fl *pflag.FlagSet, cfg *harness.Config, def harness.Config) {
 	fl.DurationVar(&g.ProcessingTime, "processing-time", d.ProcessingTime, "group: time to process one record")
 	fl.Float64Var(&g.FailureRate, "failure-rate", d.FailureRate, "group: probability that processing a record fails")
 	fl.StringVar(&g.FailureHandling, "failure-handling", d.FailureHandling, "group: swallow (catch and go on, as in seed 002's incident) | retry")
-	fl.StringVar(&g.CommitMode, "commit-mode", d.CommitMode, "group: auto (enable.auto.commit) | before | after (processing) | on-revoked")
+	fl.StringVar(&g.CommitMode, "commit-mode", d.CommitMode, "group: auto (enable.auto.commit as the Java consumer: at the next poll, what the previous polls returned) | auto-greedy (everything polled, on a timer, as seed 002 describes) | before | after (processing) | on-revoked")
 	fl.DurationVar(&g.AutoCommitInterval, "auto-commit-interval", d.AutoCommitInterval, "group: auto.commit.interval.ms")
 	fl.StringVar(&g.Assignor, "assignor", d.Assignor, "group: range | sticky | cooperative-sticky")
 	fl.BoolVar(&g.Static, "static", d.Static, "group: static membership (group.instance.id per consumer, KIP-345)")

@@ -22,7 +22,7 @@ func TestRunRefusesBadGroupSettings(t *testing.T) {
 		{[]string{"--static"}, "needs --workload group"},
 		{[]string{"--nemesis", "consumer-join"}, "add --workload group"},
 		{[]string{"--workload", "nope"}, "give queue or group"},
-		{[]string{"--workload", "group", "--commit-mode", "sometimes"}, "give auto, before, after or on-revoked"},
+		{[]string{"--workload", "group", "--commit-mode", "sometimes"}, "give auto, auto-greedy, before, after or on-revoked"},
 		{[]string{"--workload", "group", "--assignor", "roundrobin"}, "give range, sticky or cooperative-sticky"},
 		{[]string{"--workload", "group", "--failure-handling", "ignore"}, "give swallow or retry"},
 		{[]string{"--workload", "group", "--failure-rate", "1.5"}, "probability"},

@@ -13,15 +13,30 @@ package group
 import (
 	"fmt"
 	"time"
+
+	"gregor/history"
 )
 
 // Commit modes (Config.CommitMode).
 const (
-	// CommitAuto is enable.auto.commit=true: every AutoCommitInterval the
-	// client commits the position after the last record poll() returned,
-	// whether or not the application has processed it (seed 002's incident:
-	// "提交的是「当前位点」... 先于应用处理"), and on revoke.
+	// CommitAuto is enable.auto.commit=true as Apache Kafka's Java consumer
+	// does it (ConsumerCoordinator.maybeAutoCommitOffsetsAsync, run inside
+	// poll(); AsyncKafkaConsumer the same): once AutoCommitInterval has
+	// passed, the next poll commits the positions of the records the
+	// previous polls returned, which the application has processed by then
+	// since it polled again; and on revoke. A crash mid-batch re-delivers
+	// that batch; records are skipped only when processing failures are
+	// swallowed (or processing is handed off asynchronously). Modelled by
+	// franz-go's autocommit without GreedyAutoCommit, which commits only
+	// records polled before the latest poll.
 	CommitAuto = "auto"
+	// CommitAutoGreedy is auto-commit as seed 002 describes it: every
+	// AutoCommitInterval the client commits the position after the last
+	// record poll() returned, whether or not the application has processed
+	// it ("提交的是「当前位点」... 先于应用处理"), and on revoke: a crash
+	// mid-batch skips the rest of the batch. franz-go's GreedyAutoCommit;
+	// clients that commit on a timer from another thread behave so.
+	CommitAutoGreedy = "auto-greedy"
 	// CommitBefore commits the batch's end right after poll, then processes
 	// (at-most-once).
 	CommitBefore = "before"
@@ -69,7 +84,8 @@ type Config struct {
 	// MaxAttempts bounds Retry's attempts per record; a record that fails
 	// them all is given up (recorded as failed, like a swallowed one).
 	MaxAttempts int
-	// CommitMode is CommitAuto, CommitBefore, CommitAfter or CommitOnRevoked.
+	// CommitMode is CommitAuto, CommitAutoGreedy, CommitBefore, CommitAfter
+	// or CommitOnRevoked.
 	CommitMode string
 	// AutoCommitInterval is auto.commit.interval.ms (Kafka: 5s).
 	AutoCommitInterval time.Duration
@@ -139,9 +155,9 @@ func (c *Config) Validate() error {
 	switch c.CommitMode {
 	case "":
 		c.CommitMode = d.CommitMode
-	case CommitAuto, CommitBefore, CommitAfter, CommitOnRevoked:
+	case CommitAuto, CommitAutoGreedy, CommitBefore, CommitAfter, CommitOnRevoked:
 	default:
-		return fmt.Errorf("--commit-mode %q: give auto, before, after or on-revoked", c.CommitMode)
+		return fmt.Errorf("--commit-mode %q: give auto, auto-greedy, before, after or on-revoked", c.CommitMode)
 	}
 	if c.AutoCommitInterval <= 0 {
 		c.AutoCommitInterval = d.AutoCommitInterval
@@ -176,7 +192,9 @@ func (c *Config) Validate() error {
 func (c *Config) HistoryMode() (autoCommit bool, commitMode string) {
 	switch c.CommitMode {
 	case CommitAuto:
-		return true, ""
+		return true, history.CommitAuto
+	case CommitAutoGreedy:
+		return true, history.CommitAutoGreedy
 	case CommitBefore:
 		return false, "before-processing"
 	case CommitAfter:

@@ -54,7 +54,7 @@ func TestHistoryMode(t *testing.T) {
 	for mode, want := range map[string]struct {
 		auto bool
 		m    string
-	}{CommitAuto: {true, ""}, CommitBefore: {false, "before-processing"}, CommitAfter: {false, "after-processing"}, CommitOnRevoked: {false, "on-revoked"}} {
+	}{CommitAuto: {true, "auto"}, CommitAutoGreedy: {true, "auto-greedy"}, CommitBefore: {false, "before-processing"}, CommitAfter: {false, "after-processing"}, CommitOnRevoked: {false, "on-revoked"}} {
 		c := Config{CommitMode: mode}
 		if a, m := c.HistoryMode(); a != want.auto || m != want.m {
 			t.Errorf("%s: %v %q", mode, a, m)

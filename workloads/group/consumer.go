@@ -122,15 +122,20 @@ func (c *consumer) opts(ctx context.Context) []kgo.Opt {
 	if c.s.instance != "" {
 		o = append(o, kgo.InstanceID(c.s.instance))
 	}
-	if cfg.CommitMode == CommitAuto {
-		// Greedy: commit the position after the last record poll returned,
-		// processed or not, on a timer (seed 002's mechanism; franz-go's
-		// default would hold back the latest poll's records).
-		o = append(o, kgo.AutoCommitInterval(cfg.AutoCommitInterval), kgo.GreedyAutoCommit(),
+	switch cfg.CommitMode {
+	case CommitAuto, CommitAutoGreedy:
+		o = append(o, kgo.AutoCommitInterval(cfg.AutoCommitInterval),
 			kgo.AutoCommitCallback(func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 				c.recordCommit(req, resp, err)
 			}))
-	} else {
+		if cfg.CommitMode == CommitAutoGreedy {
+			// Seed 002's mechanism: the position after the last record
+			// poll returned, processed or not. Without it franz-go holds
+			// back the latest poll's records until the next poll, as the
+			// Java consumer commits at the next poll (CommitAuto).
+			o = append(o, kgo.GreedyAutoCommit())
+		}
+	default:
 		o = append(o, kgo.DisableAutoCommit())
 	}
 	return o
@@ -396,8 +401,10 @@ func (c *consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][
 		return
 	}
 	switch c.w.cfg.CommitMode {
-	case CommitAuto:
-		// enable.auto.commit also commits when partitions are revoked.
+	case CommitAuto, CommitAutoGreedy:
+		// enable.auto.commit also commits when partitions are revoked
+		// (ConsumerCoordinator.onJoinPrepare). Revokes run between batches
+		// (BlockRebalanceOnPoll), so every polled record was processed.
 		c.commit(cl.UncommittedOffsets())
 	case CommitOnRevoked:
 		offs := map[string]map[int32]kgo.EpochOffset{}

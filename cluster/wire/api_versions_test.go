@@ -1,0 +1,88 @@
+package wire
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// readResponse reads one size-prefixed response and returns its
+// correlation id and body (after a v0 response header).
+func readResponse(t *testing.T, c net.Conn) (int32, []byte) {
+	t.Helper()
+	var sz [4]byte
+	if _, err := io.ReadFull(c, sz[:]); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, binary.BigEndian.Uint32(sz[:]))
+	if _, err := io.ReadFull(c, buf); err != nil {
+		t.Fatal(err)
+	}
+	return int32(binary.BigEndian.Uint32(buf)), buf[4:]
+}
+
+// TestApiVersionsKIP511RetryOnSameConnection: a client newer than us sends
+// ApiVersions v4 in the flexible layout (request header v2 with a tag
+// buffer, a body carrying its software name and version, as librdkafka and
+// the Java client do). KIP-511: the answer is a v0 ApiVersionsResponse,
+// header v0, error UNSUPPORTED_VERSION, listing the versions we support; the
+// connection stays open, and the client's retry at our highest version is
+// answered in full on it.
+func TestApiVersionsKIP511RetryOnSameConnection(t *testing.T) {
+	s := testServer()
+	c := dialServer(t, s)
+
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "librdkafka", "9.9.9"
+	req.SetVersion(3) // the v3 body is v4's too
+	body := binary.BigEndian.AppendUint16(nil, 18)
+	body = binary.BigEndian.AppendUint16(body, 4)
+	body = binary.BigEndian.AppendUint32(body, 11)
+	body = binary.BigEndian.AppendUint16(body, 4)
+	body = append(body, "kcat"...)
+	body = append(body, 0) // header tag buffer
+	body = req.AppendTo(body)
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	if _, err := c.Write(append(frame, body...)); err != nil {
+		t.Fatal(err)
+	}
+	corr, raw := readResponse(t, c)
+	if corr != 11 {
+		t.Fatalf("correlation id %d, want 11", corr)
+	}
+	v0 := kmsg.NewPtrApiVersionsResponse()
+	v0.SetVersion(0)
+	if err := v0.ReadFrom(raw); err != nil {
+		t.Fatalf("the answer is not a v0 ApiVersionsResponse: %v (%x)", err, raw)
+	}
+	if v0.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("error code %d, want UNSUPPORTED_VERSION", v0.ErrorCode)
+	}
+	var self *kmsg.ApiVersionsResponseApiKey
+	for i, k := range v0.ApiKeys {
+		if k.ApiKey == 18 {
+			self = &v0.ApiKeys[i]
+		}
+	}
+	if self == nil || self.MinVersion != 0 || self.MaxVersion != 3 {
+		t.Fatalf("ApiVersions' own range missing or wrong in %+v", v0.ApiKeys)
+	}
+
+	// The retry at v3 on the same connection.
+	if _, err := c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frameFor(req, 3)))), frameFor(req, 3)...)); err != nil {
+		t.Fatalf("connection closed after the KIP-511 answer: %v", err)
+	}
+	corr, raw = readResponse(t, c)
+	v3 := kmsg.NewPtrApiVersionsResponse()
+	v3.SetVersion(3)
+	if err := v3.ReadFrom(raw); err != nil {
+		t.Fatalf("retry answer: %v", err)
+	}
+	if corr != 7 || v3.ErrorCode != 0 || len(v3.ApiKeys) != len(apis) {
+		t.Fatalf("retry answered corr %d error %d with %d keys, want 7, 0, %d", corr, v3.ErrorCode, len(v3.ApiKeys), len(apis))
+	}
+}
