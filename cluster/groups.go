@@ -85,7 +85,7 @@ func (l offsetsLog) Append(ctx context.Context, epoch int32, recs []group.Record
 		tb.Keys = append(tb.Keys, r.Key)
 		tb.Values = append(tb.Values, r.Value)
 	}
-	res, e := l.p.AppendAsLeader(tb.Encode(), -1)
+	res, e := l.p.AppendAsLeader(tb.Encode(), replica.AppendOptions{Acks: -1})
 	if e != nil {
 		return 0, e
 	}

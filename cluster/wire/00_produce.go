@@ -78,7 +78,7 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			res, e := p.AppendAsLeader(tp.Records, req.Acks)
+			res, e := p.AppendAsLeader(tp.Records, replica.AppendOptions{Acks: req.Acks})
 			if e != nil {
 				rp.ErrorCode = e.Code
 			} else {
