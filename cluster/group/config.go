@@ -40,6 +40,14 @@ type Config struct {
 	WriteTimeout time.Duration
 	Clock        Clock
 	Logger       *slog.Logger
+	Bugs         Bugs
+}
+
+// Bugs are planted bugs (DESIGN section 6), each off by default.
+type Bugs struct {
+	// TxnOffsetsEarly makes a transaction's offset commit visible to the
+	// group at once, before (and whether or not) the transaction commits.
+	TxnOffsetsEarly bool
 }
 
 // Defaults fills unset fields.

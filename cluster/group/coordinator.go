@@ -210,6 +210,10 @@ type shard struct {
 	// timer of this shard acts.
 	loading, unloaded bool
 	groups            map[string]*Group
+	// lateMarkers are transaction ends CompleteTxn saw while loading,
+	// applied once the replay is done (a replay may or may not have seen
+	// their markers: applying one twice is harmless).
+	lateMarkers []txnEnd
 }
 
 func newShard(c *Coordinator, partition, epoch int32, l Log) *shard {
@@ -234,6 +238,12 @@ func (s *shard) load() {
 	n := 0
 	err := s.log.Replay(s.ctx, func(off int64, r Record) {
 		n++
+		if r.Txn != nil && r.Txn.Marker {
+			for _, g := range groups {
+				g.completeTxn(r.Txn.ProducerID, r.Txn.Commit)
+			}
+			return
+		}
 		var k recordKey
 		if json.Unmarshal(r.Key, &k) != nil {
 			return // not ours (a client produced to the internal topic)
@@ -242,6 +252,14 @@ func (s *shard) load() {
 		case kindOffset:
 			g := get(k.Group)
 			key := TopicPartition{k.Topic, k.Partition}
+			if r.Txn != nil {
+				// A TxnOffsetCommit: pending until its marker.
+				var v offsetValue
+				if r.Value != nil && json.Unmarshal(r.Value, &v) == nil {
+					g.addTxnOffset(r.Txn.ProducerID, key, committed{offsetValue: v, logOffset: off})
+				}
+				return
+			}
 			if r.Value == nil {
 				delete(g.offsets, key)
 				return
@@ -274,8 +292,14 @@ func (s *shard) load() {
 		s.c.cfg.Logger.Error("loading __consumer_offsets partition", "partition", s.partition, "err", err)
 		return
 	}
+	for _, end := range s.lateMarkers {
+		for _, g := range groups {
+			g.completeTxn(end.pid, end.commit)
+		}
+	}
+	s.lateMarkers = nil
 	for id, g := range groups {
-		if len(g.members) == 0 && len(g.offsets) == 0 && !g.known {
+		if len(g.members) == 0 && len(g.offsets) == 0 && len(g.txnOffsets) == 0 && !g.known {
 			continue
 		}
 		g.known = true

@@ -134,11 +134,16 @@ type Group struct {
 	// SyncGroup from the leader does not write it again.
 	syncing bool
 	offsets map[TopicPartition]committed
+	// txnOffsets are offsets committed by transactions not yet ended, by
+	// producer id (Kafka's pendingTransactionalOffsetCommits): the group
+	// sees them only when the transaction's COMMIT marker lands on its
+	// __consumer_offsets partition, and never after its ABORT.
+	txnOffsets map[int64]map[TopicPartition]committed
 }
 
 func newGroup(id string) *Group {
 	return &Group{id: id, state: Empty, members: map[string]*member{}, pending: map[string]Timer{},
-		static: map[string]string{}, offsets: map[TopicPartition]committed{}}
+		static: map[string]string{}, offsets: map[TopicPartition]committed{}, txnOffsets: map[int64]map[TopicPartition]committed{}}
 }
 
 // State is the group's state.

@@ -1,6 +1,7 @@
 package wire
 
-// Produce: v3-11 (record batch v2 only).
+// Produce: v3-12 (record batch v2 only; v12 only when the cluster's
+// transaction.version is 2).
 //
 // Behaviour:
 //   - acks=0: appended, no response at all; acks=1: answered after the
@@ -15,7 +16,15 @@ package wire
 //     broker never decompresses);
 //   - idempotent batches: sequence checks per producer and partition; a
 //     retried batch is answered with its original offsets and not written again;
-//   - transactional batches are refused (transactions come later).
+//   - transactional batches (KIP-98): the producer's epoch fences zombies
+//     (INVALID_PRODUCER_EPOCH); a batch that would start the producer's
+//     transaction on a partition is first checked with the transaction
+//     coordinator (KIP-890 part 1, AddPartitionsToTxn verifyOnly) or, with
+//     v12, added to the transaction by it (KIP-890 part 2); coordinator
+//     errors are answered as Kafka's ReplicaManager translates them
+//     (NOT_ENOUGH_REPLICAS for retriable ones, INVALID_PRODUCER_EPOCH for a
+//     fenced producer, INVALID_TXN_STATE / TRANSACTION_ABORTABLE for a
+//     partition not in the transaction).
 
 import (
 	"context"
@@ -25,39 +34,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/replica"
+	"gregor/cluster/storage"
+	"gregor/cluster/txn"
 )
 
-func init() { register(0, 3, 11, handleProduce) }
+func init() { register(0, 3, 12, handleProduce) }
 
 // maxProduceWait bounds an acks=all wait whatever the client asks for.
 const maxProduceWait = 5 * time.Minute
 
+// maxVerifyWait bounds a leader's question to the transaction coordinator
+// (Kafka: request.timeout.ms of the AddPartitionsToTxn it sends).
+const maxVerifyWait = 10 * time.Second
+
 func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	if req.TransactionID != nil {
-		for _, t := range req.Topics {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				msg := "transactions are not supported by this broker"
-				rp.ErrorMessage = &msg
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return now(resp)
-	}
-	type waitFor struct {
+	type slot struct {
 		ti, pi int
 		p      *replica.Partition
-		end    int64
-		epoch  int32
+		guard  uint64
+		tp     txn.TopicPartition
 	}
-	var waits []waitFor
+	var slots []slot
+	var verify []txn.TopicPartition
+	var pid int64 = -1
+	var epoch int16 = -1
 	im := s.b.Image()
 	for ti, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
@@ -78,19 +80,51 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			res, e := p.AppendAsLeader(tp.Records, replica.AppendOptions{Acks: req.Acks})
-			if e != nil {
-				rp.ErrorCode = e.Code
-			} else {
-				rp.BaseOffset = res.BaseOffset
-				rp.LogStartOffset = res.LogStart
-				if req.Acks == -1 {
-					waits = append(waits, waitFor{ti, pi, p, res.EndOffset, res.Epoch})
+			sl := slot{ti: ti, pi: pi, p: p, tp: txn.TopicPartition{Topic: t.Topic, Partition: tp.Partition}}
+			if h, err := storage.ParseBatchHeader(tp.Records); err == nil && h.IsTransactional() {
+				e, guard := beginTxnBatch(req, h, p, &pid, &epoch)
+				if e != nil {
+					rp.ErrorCode = e.Code
+					rt.Partitions = append(rt.Partitions, rp)
+					continue
+				}
+				if sl.guard = guard; guard != 0 {
+					verify = append(verify, sl.tp)
 				}
 			}
+			slots = append(slots, sl)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	var verdicts map[txn.TopicPartition]*kerr.Error
+	if len(verify) > 0 {
+		verdicts = s.verifyTxn(ctx, req, pid, epoch, verify)
+	}
+	type waitFor struct {
+		ti, pi int
+		p      *replica.Partition
+		end    int64
+		epoch  int32
+	}
+	var waits []waitFor
+	for _, sl := range slots {
+		rp := &resp.Topics[sl.ti].Partitions[sl.pi]
+		if e := verdicts[sl.tp]; e != nil {
+			rp.ErrorCode = e.Code
+			continue
+		}
+		records := req.Topics[sl.ti].Partitions[sl.pi].Records
+		res, e := sl.p.AppendAsLeader(records, replica.AppendOptions{Acks: req.Acks, Guard: sl.guard})
+		if e != nil {
+			rp.ErrorCode = e.Code
+			continue
+		}
+		rp.BaseOffset = res.BaseOffset
+		rp.LogStartOffset = res.LogStart
+		if req.Acks == -1 {
+			waits = append(waits, waitFor{sl.ti, sl.pi, sl.p, res.EndOffset, res.Epoch})
+		}
 	}
 	if req.Acks == 0 {
 		return reply{none: true}
@@ -111,4 +145,69 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 		}
 		return resp
 	}}
+}
+
+// beginTxnBatch checks a transactional batch's producer against the
+// request's and starts the leader's verification of its transaction
+// (KIP-890 part 1; with Produce v12, part 2's implicit add). It returns the
+// guard the append must carry, 0 when none is needed.
+func beginTxnBatch(req *kmsg.ProduceRequest, h storage.BatchHeader, p *replica.Partition, pid *int64, epoch *int16) (*kerr.Error, uint64) {
+	if req.TransactionID == nil || *req.TransactionID == "" {
+		return kerr.InvalidRecord, 0
+	}
+	if *pid == -1 {
+		*pid, *epoch = h.ProducerID, h.ProducerEpoch
+	} else if h.ProducerID != *pid || h.ProducerEpoch != *epoch {
+		// One producer per request (ReplicaManager.handleProduceAppend).
+		return kerr.InvalidProducerIDMapping, 0
+	}
+	guard, e := p.BeginVerification(h.ProducerID, h.ProducerEpoch, h.BaseSequence, req.Version >= 12)
+	return e, guard
+}
+
+// verifyTxn asks the transaction coordinator about the partitions whose
+// batches would start the producer's transaction there, bounded by
+// maxVerifyWait and the request's timeout.
+func (s *Server) verifyTxn(ctx context.Context, req *kmsg.ProduceRequest, pid int64, epoch int16, parts []txn.TopicPartition) map[txn.TopicPartition]*kerr.Error {
+	out := make(map[txn.TopicPartition]*kerr.Error, len(parts))
+	tb, ok := s.b.(TxnBackend)
+	if !ok || tb.TxnCoordinator() == nil {
+		for _, tp := range parts {
+			out[tp] = kerr.NotEnoughReplicas
+		}
+		return out
+	}
+	vctx, cancel := context.WithTimeout(ctx, min(maxVerifyWait, time.Duration(req.TimeoutMillis)*time.Millisecond))
+	defer cancel()
+	res, e := tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, parts, req.Version >= 12)
+	for _, tp := range parts {
+		pe := e
+		if pe == nil {
+			pe = res[tp]
+		}
+		out[tp] = produceVerifyError(pe, req.Version)
+	}
+	return out
+}
+
+// produceVerifyError translates the coordinator's answer for a partition as
+// Kafka's ReplicaManager and AddPartitionsToTxnManager do: retriable
+// coordinator trouble becomes NOT_ENOUGH_REPLICAS (retried without a
+// metadata refresh), a fenced producer INVALID_PRODUCER_EPOCH, and a
+// partition not in the transaction TRANSACTION_ABORTABLE (INVALID_TXN_STATE
+// before v11, which predates it).
+func produceVerifyError(e *kerr.Error, version int16) *kerr.Error {
+	switch e {
+	case nil:
+		return nil
+	case kerr.ConcurrentTransactions, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable, kerr.NotCoordinator, kerr.NetworkException, kerr.RequestTimedOut:
+		return kerr.NotEnoughReplicas
+	case kerr.ProducerFenced:
+		return kerr.InvalidProducerEpoch
+	case kerr.TransactionAbortable:
+		if version <= 10 {
+			return kerr.InvalidTxnState
+		}
+	}
+	return e
 }

@@ -39,6 +39,8 @@ type clusterOpts struct {
 	dedicated bool
 	session   time.Duration
 	metrics   bool
+	// txnVersion is the cluster's transaction.version (1 or 2).
+	txnVersion int16
 }
 
 func (o *clusterOpts) register(cmd *cobra.Command) {
@@ -55,6 +57,7 @@ func (o *clusterOpts) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&o.extra, "broker-arg", nil, "extra flag passed to every broker (repeatable)")
 	fl.IntVar(&o.controllers, "controllers", 0, "extra controller-only quorum voters (KRaft process.roles=controller)")
 	fl.DurationVar(&o.session, "session-timeout", 9*time.Second, "broker.session.timeout.ms")
+	fl.Int16Var(&o.txnVersion, "transaction-version", 2, "the cluster's transaction.version: 1 (Kafka 3.x transactions: explicit AddPartitionsToTxn, the epoch kept across transactions) or 2 (KIP-890: partitions join on produce, every commit and abort bumps the epoch)")
 	fl.BoolVar(&o.dedicated, "dedicated-controllers", false, "only the --controllers nodes vote in the controller quorum; brokers are raft non-voters, never the active controller (KRaft with separate controllers)")
 }
 
@@ -67,6 +70,9 @@ func (o *clusterOpts) validate() error {
 	}
 	if o.dedicated && o.controllers < 1 {
 		return errors.New("--dedicated-controllers with --controllers 0: there would be no voter; add --controllers 1 (or 3 to survive a controller fault)")
+	}
+	if o.txnVersion != 1 && o.txnVersion != 2 {
+		return fmt.Errorf("--transaction-version %d: give 1 (Kafka 3.x transactions) or 2 (KIP-890)", o.txnVersion)
 	}
 	if o.minISR > o.nodes {
 		return fmt.Errorf("--min-isr %d > --nodes %d: no topic could take acks=all writes; lower --min-isr", o.minISR, o.nodes)
@@ -92,6 +98,9 @@ func (o *clusterOpts) spec(name, binary string) runtime.ClusterSpec {
 	}
 	if o.session > 0 {
 		args = append(args, "--session-timeout", o.session.String())
+	}
+	if o.txnVersion != 0 {
+		args = append(args, "--transaction-version", strconv.Itoa(int(o.txnVersion)))
 	}
 	if o.nodes+o.controllers > 1 {
 		// Every node is a voter of the controller quorum (combined mode).

@@ -1,0 +1,233 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnVersions runs f once per transaction version, as subtests, each on
+// its own cluster made by start.
+func txnVersions(t *testing.T, f func(t *testing.T, tv int16)) {
+	for _, tv := range []int16{1, 2} {
+		t.Run(fmt.Sprintf("tv%d", tv), func(t *testing.T) { f(t, tv) })
+	}
+}
+
+// txnCluster starts n brokers with transaction version tv and short
+// transaction timings.
+func txnCluster(t *testing.T, n int, tv int16, mod func(*Config)) *testCluster {
+	return startCluster(t, n, func(c *Config) {
+		c.TransactionVersion = tv
+		c.Txn.AbortTimedOutEvery = 100 * time.Millisecond
+		c.Txn.WriteTimeout = 3 * time.Second
+		if mod != nil {
+			mod(c)
+		}
+	})
+}
+
+// txnProducer is a transactional franz-go client.
+func (tc *testCluster) txnProducer(id string, opts ...kgo.Opt) *kgo.Client {
+	tc.t.Helper()
+	return tc.client(append([]kgo.Opt{kgo.TransactionalID(id), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.TransactionTimeout(10 * time.Second)}, opts...)...)
+}
+
+// produceTxn produces the values (round robin over partitions) in one
+// transaction and ends it with commit.
+func produceTxn(ctx context.Context, cl *kgo.Client, topic string, partitions int32, commit bool, values ...string) error {
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	var recs []*kgo.Record
+	for i, v := range values {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i) % partitions, Value: []byte(v)})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		cl.EndTransaction(ctx, kgo.TryAbort)
+		return err
+	}
+	return cl.EndTransaction(ctx, kgo.TransactionEndTry(commit))
+}
+
+// readUntil reads every partition of topic from the start with a franz-go
+// consumer at the isolation level until each partition has yielded a
+// record whose value is sentinel, and returns the other values, partition
+// by partition in offset order. Records come in offset order, so whatever a
+// consumer would ever see before the sentinels is in the answer.
+func (tc *testCluster) readUntil(topic string, partitions int32, committed bool, sentinel string) []string {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	at := map[int32]kgo.Offset{}
+	for p := int32(0); p < partitions; p++ {
+		at[p] = kgo.NewOffset().At(0)
+	}
+	cons := tc.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}), kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(200*time.Millisecond))
+	got := map[int32][]string{}
+	seen := map[int32]bool{}
+	for int32(len(seen)) < partitions {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			tc.t.Fatalf("reading %s (read_committed %v): sentinel %q seen on %d of %d partitions; read %v", topic, committed, sentinel, len(seen), partitions, got)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Value) == sentinel {
+				seen[r.Partition] = true
+			} else if !seen[r.Partition] {
+				got[r.Partition] = append(got[r.Partition], string(r.Value))
+			}
+		})
+	}
+	var out []string
+	for p := int32(0); p < partitions; p++ {
+		out = append(out, got[p]...)
+	}
+	return out
+}
+
+// sentinels writes value to every partition of topic in a committed
+// transaction of producer cl (nil: a plain idempotent producer).
+func (tc *testCluster) sentinels(cl *kgo.Client, topic string, partitions int32, value string) {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var vs []string
+	for p := int32(0); p < partitions; p++ {
+		vs = append(vs, value)
+	}
+	if cl != nil {
+		if err := produceTxn(ctx, cl, topic, partitions, true, vs...); err != nil {
+			tc.t.Fatalf("sentinels: %v", err)
+		}
+		return
+	}
+	plain := tc.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	for p := int32(0); p < partitions; p++ {
+		if err := plain.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(value)}).FirstErr(); err != nil {
+			tc.t.Fatalf("sentinel: %v", err)
+		}
+	}
+}
+
+// listOffset is ListOffsets latest for one partition, by isolation level:
+// the HW, or the LSO for read_committed.
+func (tc *testCluster) listOffset(topic string, p int32, committed bool) int64 {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(tc.client())
+	var offs kadm.ListedOffsets
+	var err error
+	if committed {
+		offs, err = adm.ListCommittedOffsets(ctx, topic)
+	} else {
+		offs, err = adm.ListEndOffsets(ctx, topic)
+	}
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	o, ok := offs.Lookup(topic, p)
+	if !ok || o.Err != nil {
+		tc.t.Fatalf("list offset %s/%d: %v", topic, p, o.Err)
+	}
+	return o.Offset
+}
+
+// read_committed readers never see an aborted transaction's records, nor
+// an open one's (the LSO stays at its first offset); read_uncommitted
+// readers see both.
+func TestTxnReadCommittedSkipsAborted(t *testing.T) {
+	txnVersions(t, func(t *testing.T, tv int16) {
+		tc := txnCluster(t, 3, tv, nil)
+		tc.createTopic("rc", 2, 3, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cl := tc.txnProducer("rc-producer")
+		if err := produceTxn(ctx, cl, "rc", 2, true, "c1", "c2", "c3", "c4"); err != nil {
+			t.Fatalf("committed transaction: %v", err)
+		}
+		if err := produceTxn(ctx, cl, "rc", 2, false, "a1", "a2", "a3", "a4"); err != nil {
+			t.Fatalf("aborted transaction: %v", err)
+		}
+		if err := produceTxn(ctx, cl, "rc", 2, true, "c5", "c6"); err != nil {
+			t.Fatalf("second committed transaction: %v", err)
+		}
+		tc.sentinels(cl, "rc", 2, "end")
+		committed := tc.readUntil("rc", 2, true, "end")
+		slices.Sort(committed)
+		if want := []string{"c1", "c2", "c3", "c4", "c5", "c6"}; !slices.Equal(committed, want) {
+			t.Fatalf("read_committed saw %v, want %v", committed, want)
+		}
+		all := tc.readUntil("rc", 2, false, "end")
+		slices.Sort(all)
+		if want := []string{"a1", "a2", "a3", "a4", "c1", "c2", "c3", "c4", "c5", "c6"}; !slices.Equal(all, want) {
+			t.Fatalf("read_uncommitted saw %v, want %v", all, want)
+		}
+
+		// An open transaction: below the HW, above the LSO.
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		r := &kgo.Record{Topic: "rc", Partition: 0, Value: []byte("o1")}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		tc.sentinels(nil, "rc", 2, "end2")
+		if lso, hw := tc.listOffset("rc", 0, true), tc.listOffset("rc", 0, false); lso != r.Offset || hw <= lso {
+			t.Fatalf("open transaction at offset %d: LSO %d, HW %d; want LSO at the transaction, HW past it", r.Offset, lso, hw)
+		}
+		if all := tc.readUntil("rc", 2, false, "end2"); !slices.Contains(all, "o1") {
+			t.Fatalf("read_uncommitted did not see the open transaction's record: %v", all)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
+		if got := tc.readUntil("rc", 2, true, "end2"); !slices.Contains(got, "o1") || slices.Contains(got, "a1") {
+			t.Fatalf("read_committed after the commit: %v", got)
+		}
+		// Five transactions ended: version 1 keeps the epoch, version 2
+		// (negotiated through ApiVersions' transaction.version) bumps it
+		// at every end.
+		d, err := tc.describeTxn("rc-producer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[int16]int16{1: 0, 2: 5}[tv]; d.ProducerEpoch != want || d.State != "CompleteCommit" {
+			t.Fatalf("described %+v, want epoch %d in CompleteCommit", d, want)
+		}
+	})
+}
+
+// describeTxn is kadm's DescribeTransactions of one id.
+func (tc *testCluster) describeTxn(id string) (kadm.DescribedTransaction, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ds, err := kadm.NewClient(tc.client()).DescribeTransactions(ctx, id)
+	if err != nil {
+		return kadm.DescribedTransaction{}, err
+	}
+	d, ok := ds[id]
+	if !ok {
+		return d, errors.New("not described")
+	}
+	return d, d.Err
+}
+
+var _ = strings.Contains
+var _ = kerr.ProducerFenced
+var _ = kmsg.NewPtrEndTxnRequest
