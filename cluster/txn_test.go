@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/txn"
 )
 
 // txnVersions runs f once per transaction version, as subtests, each on
@@ -228,6 +229,160 @@ func (tc *testCluster) describeTxn(id string) (kadm.DescribedTransaction, error)
 	return d, d.Err
 }
 
-var _ = strings.Contains
-var _ = kerr.ProducerFenced
-var _ = kmsg.NewPtrEndTxnRequest
+// A producer paused past its transaction.timeout.ms: the coordinator
+// aborts its transaction and fences it (epoch bump); when it resumes, its
+// late produce and its commit fail, and nothing it wrote is ever visible to
+// read_committed.
+func TestTxnTimeoutFencesPausedProducer(t *testing.T) {
+	txnVersions(t, func(t *testing.T, tv int16) {
+		tc := txnCluster(t, 3, tv, nil)
+		tc.createTopic("slow", 2, 3, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cl := tc.txnProducer("paused", kgo.TransactionTimeout(time.Second))
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		early := []*kgo.Record{{Topic: "slow", Partition: 0, Value: []byte("early0")}, {Topic: "slow", Partition: 1, Value: []byte("early1")}}
+		if err := cl.ProduceSync(ctx, early...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		d0, err := tc.describeTxn("paused")
+		if err != nil || d0.State != "Ongoing" {
+			t.Fatalf("before the pause: %+v %v", d0, err)
+		}
+		// The pause: the producer does nothing until the coordinator has
+		// aborted its transaction.
+		tc.waitFor("the timed-out transaction aborted", 20*time.Second, func() error {
+			d, err := tc.describeTxn("paused")
+			if err != nil {
+				return err
+			}
+			if d.State != "CompleteAbort" || d.ProducerEpoch <= d0.ProducerEpoch {
+				return fmt.Errorf("state %s epoch %d", d.State, d.ProducerEpoch)
+			}
+			return nil
+		})
+		late := &kgo.Record{Topic: "slow", Partition: 0, Value: []byte("late0")}
+		perr := cl.ProduceSync(ctx, late).FirstErr()
+		cerr := cl.EndTransaction(ctx, kgo.TryCommit)
+		if perr == nil || cerr == nil {
+			t.Fatalf("the fenced producer resumed: produce %v, commit %v; want both refused", perr, cerr)
+		}
+		fenced := func(err error) bool {
+			return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
+		}
+		if !fenced(perr) && !fenced(cerr) {
+			t.Fatalf("produce %v, commit %v: want the producer fenced", perr, cerr)
+		}
+		t.Logf("late produce: %v; commit: %v", perr, cerr)
+		// The raw EndTxn of the old epoch: the coordinator's own answer.
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = "paused", d0.ProducerID, d0.ProducerEpoch, true
+		resp, err := req.RequestWith(ctx, tc.client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := kerr.ErrorForCode(resp.ErrorCode); !errors.Is(e, kerr.ProducerFenced) {
+			t.Fatalf("EndTxn at the paused producer's epoch: %v, want PRODUCER_FENCED", e)
+		}
+		tc.sentinels(tc.txnProducer("paused-check"), "slow", 2, "end")
+		if got := tc.readUntil("slow", 2, true, "end"); len(got) != 0 {
+			t.Fatalf("read_committed saw the fenced producer's records: %v", got)
+		}
+	})
+}
+
+// findTxnID returns a transactional id whose coordinator is (want) or is
+// not (!want) broker node.
+func (tc *testCluster) findTxnID(prefix string, node int32, want bool) string {
+	tc.t.Helper()
+	t := tc.any().Image().Topics[txn.Topic]
+	if t == nil {
+		tc.t.Fatal(txn.Topic + " does not exist yet")
+	}
+	for i := 0; i < 1000; i++ {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		l := t.Partitions[txn.PartitionFor(id, int32(len(t.Partitions)))].Leader
+		if (l == node) == want && l >= 0 {
+			return id
+		}
+	}
+	tc.t.Fatalf("no transactional id with coordinator %d (want %v)", node, want)
+	return ""
+}
+
+// createTxnState makes __transaction_state exist (FindCoordinator type 1
+// creates it) and waits for its leaders.
+func (tc *testCluster) createTxnState() {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tc.waitFor(txn.Topic+" led", 15*time.Second, func() error {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType, req.CoordinatorKey = 1, "warm-up"
+		if _, err := req.RequestWith(ctx, tc.client()); err != nil {
+			return err
+		}
+		t := tc.any().Image().Topics[txn.Topic]
+		if t == nil {
+			return errors.New("not created yet")
+		}
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				return fmt.Errorf("partition %d has no leader", p.Index)
+			}
+		}
+		return nil
+	})
+}
+
+// The coordinator dies with PrepareCommit durable and its markers not yet
+// written (the transaction's partition is offline): the new coordinator
+// loads PrepareCommit and completes the commit once the partition is back.
+func TestTxnCoordinatorFailoverCompletesCommit(t *testing.T) {
+	txnVersions(t, func(t *testing.T, tv int16) {
+		tc := txnCluster(t, 3, tv, func(c *Config) { c.Txn.WriteTimeout = 10 * time.Second })
+		tc.createTopic("one", 1, 1, nil) // RF 1: offline while its broker is down
+		tc.createTxnState()
+		data := tc.leader("one", 0)
+		id := tc.findTxnID("fo", data, false)
+		coord := tc.leader(txn.Topic, txn.PartitionFor(id, int32(len(tc.any().Image().Topics[txn.Topic].Partitions))))
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cl := tc.txnProducer(id)
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "one", Partition: 0, Value: []byte("x1")}, &kgo.Record{Topic: "one", Partition: 0, Value: []byte("x2")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		tc.kill(int(data))
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("commit (PrepareCommit durable on the live replicas): %v", err)
+		}
+		d, err := tc.describeTxn(id)
+		if err != nil || d.State != "PrepareCommit" || len(d.Topics["one"]) != 1 {
+			t.Fatalf("with the partition offline: %+v %v; want PrepareCommit owing its marker", d, err)
+		}
+		tc.kill(int(coord))
+		tc.start(int(data))
+		tc.waitFor("the new coordinator completes the commit", 30*time.Second, func() error {
+			d, err := tc.describeTxn(id)
+			if err != nil {
+				return err
+			}
+			if d.State != "CompleteCommit" {
+				return fmt.Errorf("state %s", d.State)
+			}
+			return nil
+		})
+		if now := tc.leader(txn.Topic, txn.PartitionFor(id, int32(len(tc.any().Image().Topics[txn.Topic].Partitions)))); now == coord || now < 0 {
+			t.Fatalf("coordinator still %d", now)
+		}
+		tc.sentinels(tc.txnProducer(id+"-check"), "one", 1, "end")
+		if got := tc.readUntil("one", 1, true, "end"); !slices.Equal(got, []string{"x1", "x2"}) {
+			t.Fatalf("read_committed after the failover: %v, want [x1 x2]", got)
+		}
+	})
+}
