@@ -22,6 +22,7 @@ func bugPair(t *testing.T, bug string, f func(t *testing.T, tv int16, planted bo
 	txnVersions(t, func(t *testing.T, tv int16) {
 		for _, planted := range []bool{false, true} {
 			t.Run(fmt.Sprintf("bug=%v", planted), func(t *testing.T) {
+				t.Parallel()
 				f(t, tv, planted, func(c *Config) {
 					if planted {
 						if err := PlantBugs(c, []string{bug}); err != nil {
@@ -241,7 +242,6 @@ func TestPlantedTxnOffsetsEarly(t *testing.T) {
 // coordinator says CompleteAbort: a torn transaction.
 func TestPlantedMarkerBeforePrepare(t *testing.T) {
 	bugPair(t, "marker-before-prepare", func(t *testing.T, tv int16, planted bool, plant func(*Config)) {
-		t.Parallel()
 		tc := startClusterWith(t, 3, 1, func(c *Config) {
 			c.TransactionVersion = tv
 			c.ReplicaLagMax = time.Minute // the cut followers stay in the ISR

@@ -131,10 +131,7 @@ func (tc *testCluster) groupCaughtUp(groupID string, partitions int32, limit tim
 		ends[p] = tc.listOffset("in", p, false)
 	}
 	tc.waitFor("the pipeline's committed offsets at the input's end", limit, func() error {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(tc.bootstrap()...))
-		if err != nil {
-			return err
-		}
+		cl := tc.liveClient()
 		defer cl.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -239,22 +236,26 @@ func diffCounts(got, want []string) (dups, missing []string) {
 	return dups, missing
 }
 
-func TestEOSKillInputLeader(t *testing.T) {
-	testEOS(t, killInputLeader, func(m int) []kgo.Opt {
-		return []kgo.Opt{kgo.Balancers(kgo.RangeBalancer()), kgo.InstanceID(fmt.Sprintf("static-%d", m))}
-	})
-}
-
-func TestEOSKillOutputLeader(t *testing.T) {
-	testEOS(t, killOutputLeader, func(int) []kgo.Opt { return []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer())} })
-}
-
-func TestEOSKillGroupCoordinator(t *testing.T) {
-	testEOS(t, killGroupCoordinator, func(int) []kgo.Opt { return []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())} })
-}
-
-func TestEOSKillTxnCoordinator(t *testing.T) {
-	testEOS(t, killTxnCoordinator, func(m int) []kgo.Opt {
-		return []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.InstanceID(fmt.Sprintf("static-%d", m))}
-	})
+// TestEOS: one scenario per broker role killed, each with its own mix of
+// assignor and static membership, each in both transaction versions; all
+// run in parallel (they wait on failure detection, not on the CPU).
+func TestEOS(t *testing.T) {
+	static := func(m int) kgo.Opt { return kgo.InstanceID(fmt.Sprintf("static-%d", m)) }
+	for _, sc := range []struct {
+		name string
+		role eosRole
+		opts func(member int) []kgo.Opt
+	}{
+		{"kill-input-leader", killInputLeader, func(m int) []kgo.Opt { return []kgo.Opt{kgo.Balancers(kgo.RangeBalancer()), static(m)} }},
+		{"kill-output-leader", killOutputLeader, func(int) []kgo.Opt { return []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer())} }},
+		{"kill-group-coordinator", killGroupCoordinator, func(int) []kgo.Opt { return []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())} }},
+		{"kill-txn-coordinator", killTxnCoordinator, func(m int) []kgo.Opt {
+			return []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer()), static(m)}
+		}},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			testEOS(t, sc.role, sc.opts)
+		})
+	}
 }
