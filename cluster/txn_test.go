@@ -190,6 +190,20 @@ func TestTxnReadCommittedSkipsAborted(t *testing.T) {
 		if want := []string{"a1", "a2", "a3", "a4", "c1", "c2", "c3", "c4", "c5", "c6"}; !slices.Equal(all, want) {
 			t.Fatalf("read_uncommitted saw %v, want %v", all, want)
 		}
+		// A follower kept the same transaction state: after the leader
+		// dies, the new one answers read_committed alike.
+		old := tc.leader("rc", 0)
+		tc.kill(int(old))
+		tc.waitFor("a new leader", 15*time.Second, func() error {
+			if l := tc.leader("rc", 0); l < 0 || l == old {
+				return fmt.Errorf("leader %d", l)
+			}
+			return nil
+		})
+		if got := tc.readUntil("rc", 2, true, "end"); len(got) != 6 || slices.Contains(got, "a1") || slices.Contains(got, "a3") {
+			t.Fatalf("read_committed from the new leader: %v", got)
+		}
+		tc.start(int(old))
 
 		// An open transaction: below the HW, above the LSO.
 		if err := cl.BeginTransaction(); err != nil {

@@ -489,7 +489,7 @@ func (p *Partition) AppendMarker(pid int64, epoch int16, m storage.Marker, txnVe
 		return AppendResult{}, kerr.KafkaStorageError
 	}
 	t := p.producers.RecordMarker(pid, epoch, m, off)
-	p.logger().Info("transaction marker written", "producer", pid, "epoch", epoch, "marker", m.String(), "offset", off,
+	p.logger().Debug("transaction marker written", "producer", pid, "epoch", epoch, "marker", m.String(), "offset", off,
 		"coordinator_epoch", m.CoordinatorEpoch, "first_offset", txnFirst(t))
 	res.BaseOffset, res.EndOffset, res.NumRecords, res.BytesAppend = off, off+1, 1, len(b)
 	p.maybeAdvanceHW()
