@@ -71,6 +71,7 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 	checkWrites(ix, col)
 	checkOrder(ix, col)
 	checkGroups(ix, col)
+	checkCommitRegression(ix, col)
 	checkMinISR(ix, col, cfg, opts.Metadata)
 	lin, warnings := ix.checkLinear(col, &opts)
 

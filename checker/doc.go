@@ -20,6 +20,9 @@
 //	committed-skip        a group's highest ok commit of a key passes an offset some poll
 //	                      read that the group never processed
 //	redelivered           one offset of a key in two "process" events of one group
+//	committed-offset-     a consumer newly assigned a key starts below the group's last
+//	regression            acknowledged commit of it, and no commit that may have come
+//	                      later was that low (commitregress.go)
 //	nonlinearizable       porcupine finds no linearization of a key's sends and polls
 //	                      (model and windows: linear.go)
 //

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	"os"
@@ -54,6 +55,7 @@ func TestFixturesNameExactlyTheirAnomaly(t *testing.T) {
 		{G1a, []int64{1, 5}, "t/0"},
 		{CommittedSkip, []int64{7}, "t/0"},
 		{Redelivered, []int64{6, 12}, "t/0"},
+		{CommittedOffsetRegression, []int64{8, 11, 13}, "t/0"},
 		{Nonlinearizable, []int64{3, 5}, "t/0"},
 		{UnderMinISRAck, []int64{1}, "t/0"},
 	}
@@ -214,5 +216,49 @@ func TestAfterAppendFailureIsIndeterminate(t *testing.T) {
 	}
 	if res.Valid != ValidTrue || len(res.Counts) != 0 || res.Availability.Info != 1 {
 		t.Fatalf("valid %v counts %v availability %+v", res.Valid, res.Counts, res.Availability)
+	}
+}
+
+// Traps for committed-offset-regression: a later or concurrent lower commit
+// explains a lower start, an unknown commit proves nothing; a lower commit
+// the same consumer made before, or the new owner made after, does not.
+func TestCommittedOffsetRegressionTraps(t *testing.T) {
+	commit := func(index, time int64, proc history.Process, typ history.Type, offset int64) history.Op {
+		return history.Op{Index: index, Time: time, Process: proc, Type: typ, F: history.FCommit, Group: "g",
+			Offsets: []history.KeyOffset{{Key: "t/0", Offset: offset}}}
+	}
+	with := func(extra ...history.Op) []history.Op {
+		ops := slices.Clone(readFixture(t, "committed-offset-regression"))
+		ops = append(ops, extra...)
+		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Time, b.Time) })
+		for i := range ops {
+			ops[i].Index = int64(i)
+		}
+		return ops
+	}
+	cases := []struct {
+		name string
+		ops  []history.Op
+		want bool // anomaly expected
+	}{
+		{"another consumer committed lower after", with(commit(0, 750, 3, history.OK, 0)), false},
+		{"another consumer's unknown lower commit in flight", with(commit(0, 650, 3, history.Info, 0)), false},
+		{"the same consumer committed lower before", with(commit(0, 650, 1, history.OK, 0)), true},
+		{"the new owner commits lower after its poll", with(commit(0, 1300, 2, history.OK, 0)), true},
+	}
+	for _, c := range cases {
+		res, err := Check(c.ops, nil, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := res.Counts[CommittedOffsetRegression] > 0; got != c.want {
+			t.Errorf("%s: committed-offset-regression %v, want %v (%v)", c.name, got, c.want, res.Counts)
+		}
+	}
+	unknown := slices.Clone(readFixture(t, "committed-offset-regression"))
+	unknown[8].Type = history.Info
+	res, err := Check(unknown, nil, Options{})
+	if err != nil || res.Counts[CommittedOffsetRegression] != 0 {
+		t.Errorf("an unknown commit proves nothing: %v %v", res.Counts, err)
 	}
 }

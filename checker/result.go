@@ -19,12 +19,15 @@ const (
 	G1a                 = "G1a"
 	CommittedSkip       = "committed-skip"
 	Redelivered         = "redelivered"
-	Nonlinearizable     = "nonlinearizable"
+	// CommittedOffsetRegression: a consumer assigned a key started below an
+	// offset the group had committed, acknowledged (commitregress.go).
+	CommittedOffsetRegression = "committed-offset-regression"
+	Nonlinearizable           = "nonlinearizable"
 )
 
 // AnomalyNames lists every anomaly the checker knows, in table order.
 var AnomalyNames = []string{LostWrite, Unseen, Duplicate, InconsistentOffsets, NonmonotonicSend,
-	PollSkip, NonmonotonicPoll, G1a, CommittedSkip, Redelivered, Nonlinearizable, UnderMinISRAck}
+	PollSkip, NonmonotonicPoll, G1a, CommittedSkip, Redelivered, CommittedOffsetRegression, Nonlinearizable, UnderMinISRAck}
 
 // Validity is true, false or unknown; it marshals as true, false or "unknown".
 type Validity int8

@@ -45,7 +45,11 @@ import (
 //	                                processing failures swallowed (failure rate > 0), even
 //	                                without faults
 //	redelivered                     (auto-commit, commit after processing or in onRevoked)
-//	                                and any fault (consumer crashes, restarts and joins count)
+//	                                and any fault (consumer crashes, restarts and joins count);
+//	                                where a commit can be lost (below)
+//	committed-offset-regression     unclean=true and L; power loss with min ISR <= 1; power
+//	                                loss on all or a majority: __consumer_offsets is written
+//	                                acks=all whatever the producers' acks
 //
 // Why the loss-derived anomalies follow loss: a lost acknowledged tail is
 // overwritten by the next records at the same offsets (inconsistent-offsets,
@@ -131,6 +135,13 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		}
 		allow(why, Redelivered)
 	}
+	// Committed offsets live in __consumer_offsets, written acks=all with
+	// the cluster's RF and min ISR whatever the producers' acks: a commit is
+	// lost only where an acknowledged acks=all record can be.
+	if commitLoss := commitLossReason(cfg, leaderLoss, powerLoss, minISR); commitLoss != "" {
+		allow(commitLoss, CommittedOffsetRegression)
+		allow(commitLoss+"; the next owner of the partition processes again what the lost commit covered", Redelivered)
+	}
 	if cfg.CommitMode == "on-revoked" && anyFault {
 		allow("commit in onPartitionsRevoked only: a crashed consumer never revokes, so what it processed since its last rebalance is consumed again by the next owner: at-least-once (seed 000 §8)", Redelivered)
 	}
@@ -142,6 +153,19 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		out[a] = Verdict{false, forbiddenReason(a, cfg, anyFault)}
 	}
 	return out
+}
+
+// commitLossReason says why an acknowledged commit can be lost, or "".
+func commitLossReason(cfg *history.Config, leaderLoss, powerLoss bool, minISR int) string {
+	switch {
+	case cfg.Unclean && leaderLoss:
+		return "unclean.leader.election.enable=true: an out-of-sync replica of __consumer_offsets can lead and lose acknowledged commits (seeds 000, 001 §5)"
+	case powerLoss && minISR <= 1:
+		return "min.insync.replicas=1 with power loss: a commit acknowledged by a lone ISR member of __consumer_offsets lives in its page cache only (seed 003)"
+	case cfg.HasNemesis("power-loss") && cfg.LazyFS && cfg.Fsync != "always" && (cfg.NemesisTarget == "all" || cfg.NemesisTarget == "majority"):
+		return "power loss on " + cfg.NemesisTarget + " nodes with fsync " + orDefault(cfg.Fsync, "never") + ": acknowledged commits can be in no replica's disk"
+	}
+	return ""
 }
 
 func orDefault(s, def string) string {
@@ -173,6 +197,8 @@ func forbiddenReason(a string, cfg *history.Config, anyFault bool) string {
 		return "offsets are committed only after processing (or not at all) and failed records are retried, so no committed offset passes an unprocessed record"
 	case Redelivered:
 		return "no commit mode that re-delivers was configured"
+	case CommittedOffsetRegression:
+		return "__consumer_offsets is written acks=all with min ISR " + strconv.Itoa(cfg.MinISR) + " and clean election: an acknowledged commit survives a coordinator failover (the new coordinator reloads it), so a newly assigned consumer never starts below it"
 	}
 	return "forbidden"
 }

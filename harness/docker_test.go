@@ -18,8 +18,8 @@ import (
 	dnetwork "github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
-	"gregor/harness/runtime/docker"
 	"gregor/history"
+	"gregor/runtime/docker"
 )
 
 // needDocker skips, loudly, without an engine, and in -short mode (these

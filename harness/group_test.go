@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"gregor/checker"
-	"gregor/harness/runtime/process"
 	"gregor/history"
 	"gregor/nemesis"
+	"gregor/runtime/process"
 	"gregor/workloads/group"
 	"gregor/workloads/queue"
 )

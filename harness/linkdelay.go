@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // MaxLinkDelay bounds --link-delay: beyond it a broker's heartbeats and

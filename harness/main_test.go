@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"gregor/harness/runtime"
-	"gregor/harness/runtime/process"
+	"gregor/runtime"
+	"gregor/runtime/process"
 )
 
 // binary is the static gregor binary brokers run from: GREGOR_BINARY, else

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"gregor/harness/runtime"
 	"gregor/history"
+	"gregor/runtime"
 )
 
 // MetadataFile is the run's partition-state samples (history.MetadataSample

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"gregor/harness/runtime"
 	"gregor/history"
+	"gregor/runtime"
 )
 
 // readSamples reads the sampler's file as it stands: it is streamed, so a

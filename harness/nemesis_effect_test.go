@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/storage"
-	"gregor/harness/runtime"
 	"gregor/history"
 	"gregor/nemesis"
+	"gregor/runtime"
 )
 
 // effectEnv is one 3-broker cluster shared by the nemesis effect tests:

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // KafkaReady returns a readiness probe: every node answers Metadata, all

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"gregor/checker"
-	"gregor/harness/runtime"
 	"gregor/history"
 	"gregor/nemesis"
 	"gregor/reports"
+	"gregor/runtime"
 	"gregor/workloads/group"
 	"gregor/workloads/queue"
 )

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"gregor/checker"
-	"gregor/harness/runtime"
-	"gregor/harness/runtime/process"
 	"gregor/history"
 	"gregor/nemesis"
+	"gregor/runtime"
+	"gregor/runtime/process"
 	"gregor/workloads/queue"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"gregor/harness/runtime"
 	"gregor/history"
 	"gregor/nemesis"
+	"gregor/runtime"
 )
 
 // dedicatedSpec is n brokers and one controller-only node that alone votes

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"gregor/harness/runtime"
 	"gregor/history"
+	"gregor/runtime"
 )
 
 // Store layout, one directory per run:

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gregor/harness/runtime"
 	"gregor/history"
+	"gregor/runtime"
 )
 
 // Runner applies a schedule to a cluster and writes every fault's start and

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 var topo5 = StaticTopology{IDs: []int32{1, 2, 3, 4, 5}, Leaders: []int32{2, 4, 1}, ControlID: 3}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"gregor/harness/runtime/docker"
+	"gregor/runtime/docker"
 )
 
 func init() { subcommands = append(subcommands, newCleanCmd) }

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"gregor/harness/runtime"
-	"gregor/harness/runtime/docker"
-	"gregor/harness/runtime/process"
+	"gregor/runtime"
+	"gregor/runtime/docker"
+	"gregor/runtime/process"
 )
 
 // pickRuntime resolves --runtime: "docker", "process", or "auto" (docker

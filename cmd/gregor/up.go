@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"gregor/harness"
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 func init() { subcommands = append(subcommands, upCmd) }

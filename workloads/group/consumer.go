@@ -152,14 +152,26 @@ func (c *consumer) run(ctx context.Context) endReason {
 			continue
 		}
 		began := time.Now()
+		// committed: with commit-before, the keys whose commit the
+		// coordinator accepted. The application commits with commitSync,
+		// which returns only once the commit succeeded and throws otherwise
+		// (seed 002: "先提交后处理"), so it processes nothing of a key
+		// whose commit failed or is unknown: processing it anyway would
+		// hand the records to whoever consumes from the committed offset
+		// next, a redelivery that at-most-once forbids. Those records are
+		// skipped; the next commit passes them (committed-skip, allowed).
+		var committed map[string]bool
 		if cfg.CommitMode == CommitBefore {
-			c.commit(batchEnds(batch))
+			committed = c.commit(batchEnds(batch))
 		}
 		for i, r := range batch {
 			// Mid-batch: at least one record and half the batch
 			// processed, at least one not.
 			if c.crashReq.Load() && i >= 1 && i >= len(batch)/2 {
 				return endCrash
+			}
+			if cfg.CommitMode == CommitBefore && !committed[queue.Key(r.Topic, r.Partition)] {
+				continue
 			}
 			c.process(r)
 		}
@@ -264,23 +276,27 @@ func batchEnds(batch []*kgo.Record) map[string]map[int32]kgo.EpochOffset {
 // commitTimeout bounds one synchronous commit.
 const commitTimeout = 10 * time.Second
 
-// commit commits offsets synchronously and records the answer.
-func (c *consumer) commit(offsets map[string]map[int32]kgo.EpochOffset) {
+// commit commits offsets synchronously and records the answer; it returns
+// the keys whose commit the coordinator accepted.
+func (c *consumer) commit(offsets map[string]map[int32]kgo.EpochOffset) map[string]bool {
 	if len(offsets) == 0 || c.noCommit.Load() {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
+	var accepted map[string]bool
 	c.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		c.recordCommit(req, resp, err)
+		accepted = c.recordCommit(req, resp, err)
 	})
+	return accepted
 }
 
 // recordCommit writes what a commit's answer says: an ok commit line with
-// the offsets the coordinator accepted, an info line with the rest.
-func (c *consumer) recordCommit(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+// the offsets the coordinator accepted, an info line with the rest. It
+// returns the accepted keys.
+func (c *consumer) recordCommit(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) map[string]bool {
 	if req == nil {
-		return
+		return nil
 	}
 	sent := map[string]int64{}
 	var order []string
@@ -294,17 +310,17 @@ func (c *consumer) recordCommit(req *kmsg.OffsetCommitRequest, resp *kmsg.Offset
 		}
 	}
 	if len(order) == 0 {
-		return
+		return nil
 	}
 	var okOffs, badOffs []history.KeyOffset
 	errName := ""
+	accepted := map[string]bool{}
 	if err != nil {
 		errName = queue.ErrorName(err)
 		for _, k := range order {
 			badOffs = append(badOffs, history.KeyOffset{Key: k, Offset: sent[k]})
 		}
 	} else if resp != nil {
-		accepted := map[string]bool{}
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				k := queue.Key(t.Topic, p.Partition)
@@ -326,7 +342,7 @@ func (c *consumer) recordCommit(req *kmsg.OffsetCommitRequest, resp *kmsg.Offset
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead.Load() {
-		return
+		return nil // a dead consumer's application acts on nothing
 	}
 	g := c.w.cfg.Group
 	if len(okOffs) > 0 {
@@ -335,6 +351,7 @@ func (c *consumer) recordCommit(req *kmsg.OffsetCommitRequest, resp *kmsg.Offset
 	if len(badOffs) > 0 {
 		c.w.write(history.Op{Process: history.Process(c.proc), Type: history.Info, F: history.FCommit, Offsets: badOffs, Group: g, Error: errName})
 	}
+	return accepted
 }
 
 // event writes one rebalance line unless the consumer is dead.

@@ -1,6 +1,6 @@
-// Command peer is the stand-in broker of the docker runtime's tests, so they
+// Command peer is the stand-in broker of the runtimes' tests, so they
 // do not depend on `gregor broker`. The image built from it answers the two
-// commands the runtime uses: `broker` (here: a line server) and `netfault`.
+// commands the runtime uses: `broker` (here: a line server) and `nsfault`.
 //
 //	peer broker --id N --listen HOST:PORT --data DIR
 //
@@ -22,18 +22,18 @@ import (
 	"strings"
 	"time"
 
-	"gregor/nemesis/netfault"
+	"gregor/runtime/docker/nsfault"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: peer broker|netfault ...")
+		fmt.Fprintln(os.Stderr, "usage: peer broker|nsfault ...")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
-	case "netfault":
-		if err := netfault.Main(os.Args[2:], os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "netfault:", err)
+	case "nsfault":
+		if err := nsfault.Main(os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "nsfault:", err)
 			os.Exit(1)
 		}
 	case "broker":

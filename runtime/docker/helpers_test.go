@@ -16,7 +16,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	dnetwork "github.com/docker/docker/api/types/network"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // peerBinary is the static test broker (testdata/peer), built once by TestMain.
@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	peerBinary = filepath.Join(dir, "peer")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", peerBinary, "./testdata/peer")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", peerBinary, "../testdata/peer")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build testdata/peer: %v\n%s", err, out)
@@ -132,6 +132,27 @@ func assertNoLeftovers(t *testing.T, cluster string) {
 	t.Helper()
 	if c, n := leftovers(t, cluster); c != 0 || n != 0 {
 		t.Fatalf("cluster %s left %d containers and %d networks", cluster, c, n)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after limit.
+func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", limit)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// assertNoReapers fails when a reaper child of this process is still alive:
+// every Start that returned, and every Close, must have released its own.
+func assertNoReapers(t *testing.T) {
+	t.Helper()
+	if pids := runtime.ReaperChildren(); len(pids) > 0 {
+		t.Fatalf("reaper processes %v still running", pids)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // Kill sends SIGKILL. A paused node is thawed after the signal so that it
@@ -165,5 +165,9 @@ func (c *Cluster) Close(ctx context.Context) error {
 	// Close only drops idle connections; the client stays usable for a
 	// repeated Close.
 	c.cli.Close()
-	return err
+	if err != nil {
+		// The reaper stays armed: it tries again when this process exits.
+		return err
+	}
+	return c.reaper.Release(ctx)
 }

@@ -1,13 +1,13 @@
-// Package netfault injects network faults from inside a node's network
+// Package nsfault injects network faults from inside a node's network
 // namespace: packet drops to and from a list of IPv4 addresses (nftables, in a
 // table owned by gregor) and netem delay, jitter and loss on the links
 // (tc qdisc through netlink). Both speak netlink directly, so it works in a
 // FROM-scratch image with no nft or tc binary: the docker runtime runs it as
-// `gregor netfault ...` by docker exec in a container with CAP_NET_ADMIN.
+// `gregor nsfault ...` by docker exec in a container with CAP_NET_ADMIN.
 //
 // Every operation replaces the whole state it owns in one netlink batch, so a
 // repeated command is idempotent and a half-applied fault cannot be left.
-package netfault
+package nsfault
 
 import "errors"
 

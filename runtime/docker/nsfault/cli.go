@@ -1,4 +1,4 @@
-package netfault
+package nsfault
 
 import (
 	"encoding/json"
@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// Usage is the CLI's help, shared by `gregor netfault` and test binaries.
-const Usage = `usage: netfault COMMAND [flags]
+// Usage is the CLI's help, shared by `gregor nsfault` and test binaries.
+const Usage = `usage: nsfault COMMAND [flags]
   drop IP...                      drop IPv4 traffic to and from these addresses (replaces the list)
   heal                            remove the drop rules
   slow [--dev D] [--via netem|nftables] --delay 100ms --jitter 10ms --loss 1.5
@@ -19,7 +19,7 @@ const Usage = `usage: netfault COMMAND [flags]
   probe [--dev D]                 print {"nftables":"","netem":""}: empty is "works", else the refusal
   show                            print the dropped addresses as JSON`
 
-// Main runs one netfault command in the current network namespace.
+// Main runs one nsfault command in the current network namespace.
 func Main(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("no command\n%s", Usage)
@@ -30,7 +30,7 @@ func Main(args []string, stdout io.Writer) error {
 		_, err := fmt.Fprintln(stdout, Usage)
 		return err
 	}
-	fs := flag.NewFlagSet("netfault "+cmd, flag.ContinueOnError)
+	fs := flag.NewFlagSet("nsfault "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	dev := fs.String("dev", "", "comma-separated links (default: every link but loopback)")
 	switch cmd {

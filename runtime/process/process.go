@@ -18,12 +18,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"gregor/cluster/faultnet"
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // Runtime starts process clusters under Dir (a temporary directory if empty).
@@ -56,6 +57,7 @@ type Cluster struct {
 	spec    runtime.ClusterSpec
 	dir     string
 	ownsDir bool
+	reaper  *runtime.Reaper // removes dir if this process dies first (ownsDir)
 
 	mu     sync.Mutex
 	nodes  map[int32]*node
@@ -77,18 +79,45 @@ func (r Runtime) Start(ctx context.Context, spec runtime.ClusterSpec) (runtime.C
 	if _, err := os.Stat(spec.Binary); err != nil {
 		return nil, fmt.Errorf("gregor binary %s: %w (build it with `make build`)", spec.Binary, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	c := &Cluster{spec: spec, nodes: map[int32]*node{}}
 	if r.Dir != "" {
 		c.dir = filepath.Join(r.Dir, spec.Name)
 	} else {
-		d, err := os.MkdirTemp("", "gregor-"+spec.Name+"-")
+		d, err := os.MkdirTemp("", tempPrefix+spec.Name+"-")
 		if err != nil {
 			return nil, err
 		}
 		c.dir, c.ownsDir = d, true
+		// Brokers die with this process (Pdeathsig, in Start); the directory
+		// it made is left to a reaper, armed before anything is written.
+		if c.reaper, err = runtime.StartReaper(reaperKind, d); err != nil {
+			os.RemoveAll(d)
+			return nil, err
+		}
 	}
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+	if err := c.boot(ctx, spec); err != nil {
 		return nil, err
+	}
+	return c, nil
+}
+
+// boot creates the nodes' directories, starts every broker and waits for
+// spec.Ready; on any failure or cancellation it closes what it started.
+func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) (err error) {
+	defer func() {
+		if err != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			defer cancel()
+			if cerr := c.Close(cctx); cerr != nil {
+				err = fmt.Errorf("%w (and clean-up failed: %v)", err, cerr)
+			}
+		}
+	}()
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return err
 	}
 	block := ipBlock()
 	var infos []runtime.NodeInfo
@@ -101,28 +130,29 @@ func (r Runtime) Start(ctx context.Context, spec runtime.ClusterSpec) (runtime.C
 	for i, ns := range spec.Nodes {
 		dir := filepath.Join(c.dir, fmt.Sprintf("node-%d", ns.ID))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+			return err
 		}
 		args, err := runtime.ExpandArgs(ns.Args, runtime.VarsFor(infos[i], infos, filepath.Join(dir, "data")))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.nodes[ns.ID] = &node{info: infos[i], spec: ns, dir: dir, logPath: filepath.Join(dir, "broker.log"), args: args}
 		c.order = append(c.order, ns.ID)
 	}
 	for _, id := range c.order {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err := c.Start(ctx, id); err != nil {
-			c.Close(context.Background())
-			return nil, err
+			return err
 		}
 	}
 	if spec.Ready != nil {
 		if err := c.waitReady(ctx); err != nil {
-			c.Close(context.Background())
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
+	return ctx.Err()
 }
 
 func (c *Cluster) waitReady(ctx context.Context) error {
@@ -130,6 +160,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 	if timeout <= 0 {
 		timeout = runtime.DefaultReadyTimeout
 	}
+	outer := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -139,6 +170,9 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			if err := outer.Err(); err != nil {
+				return fmt.Errorf("cluster %s: boot cancelled while waiting for readiness: %w", c.spec.Name, err)
+			}
 			return fmt.Errorf("cluster %s not ready within %v: %w (broker logs under %s)", c.spec.Name, timeout, last, c.dir)
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -209,8 +243,13 @@ func (c *Cluster) Start(ctx context.Context, id int32) error {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	// Own process group: signals reach the broker only, and Ctrl-C at the
-	// terminal does not kill brokers behind the harness's back.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// terminal does not kill brokers behind the harness's back. Pdeathsig:
+	// the broker dies with the harness however the harness dies (SIGKILL
+	// included), so a killed `gregor run` or `gregor up` never leaves
+	// brokers listening. Linux sends it when the thread that started the
+	// child exits; Go ends threads only under LockOSThread, which this
+	// package never holds.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("starting node %d: %w", id, err)
@@ -440,8 +479,46 @@ func (c *Cluster) Close(ctx context.Context) error {
 			return err
 		}
 	}
-	if c.ownsDir {
-		return os.RemoveAll(c.dir)
+	if !c.ownsDir {
+		return nil
 	}
-	return nil
+	if err := os.RemoveAll(c.dir); err != nil {
+		return err // the reaper stays armed and tries again at exit
+	}
+	return c.reaper.Release(ctx)
 }
+
+// tempPrefix starts the name of every directory the runtime makes itself;
+// the reaper removes nothing else.
+const tempPrefix = "gregor-"
+
+// reaperKind names the process runtime's reaper (runtime.StartReaper).
+const reaperKind = "process"
+
+// closeTimeout bounds the clean-up of a boot that failed.
+const closeTimeout = 30 * time.Second
+
+// reapDir removes a cluster directory the runtime made, once the harness
+// that made it died. Its brokers die with the harness (Pdeathsig); a broker
+// that is still exiting may write a last line, so removal is retried.
+func reapDir(ctx context.Context, dir string) error {
+	if filepath.Dir(dir) != filepath.Clean(os.TempDir()) || !strings.HasPrefix(filepath.Base(dir), tempPrefix) {
+		return fmt.Errorf("refusing to remove %s: not a %s* directory under %s", dir, tempPrefix, os.TempDir())
+	}
+	var err error
+	for try := 0; try < 10; try++ {
+		if err = os.RemoveAll(dir); err == nil {
+			if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+func init() { runtime.ServeReaper(reaperKind, reapDir) }

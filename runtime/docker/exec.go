@@ -12,18 +12,18 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 )
 
-// execTimeout bounds one `gregor netfault` run inside a container.
+// execTimeout bounds one `gregor nsfault` run inside a container.
 const execTimeout = 15 * time.Second
 
 // maxExecOutput bounds what is kept of an exec's output.
 const maxExecOutput = 64 << 10
 
-// execNetfault runs `/gregor netfault args...` in the container and returns
+// execNsfault runs `/gregor nsfault args...` in the container and returns
 // its stdout; a non-zero exit is an error carrying stderr.
-func execNetfault(ctx context.Context, cli *client.Client, containerID string, args ...string) (string, error) {
+func execNsfault(ctx context.Context, cli *client.Client, containerID string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, execTimeout)
 	defer cancel()
-	cmd := append([]string{binPath, "netfault"}, args...)
+	cmd := append([]string{binPath, "nsfault"}, args...)
 	ex, err := cli.ContainerExecCreate(ctx, containerID, container.ExecOptions{
 		Cmd: cmd, AttachStdout: true, AttachStderr: true,
 	})

@@ -13,11 +13,11 @@ import (
 
 	dnetwork "github.com/docker/docker/api/types/network"
 
-	"gregor/harness/runtime"
-	"gregor/nemesis/netfault"
+	"gregor/runtime"
+	"gregor/runtime/docker/nsfault"
 )
 
-// probeResult is what `gregor netfault probe` found in a node's namespace.
+// probeResult is what `gregor nsfault probe` found in a node's namespace.
 type probeResult struct {
 	nftErr, netemErr string // empty: works
 }
@@ -33,7 +33,7 @@ func (c *Cluster) probeFaults(ctx context.Context) error {
 	var lastErr error
 	probed := false
 	for _, n := range c.nodes {
-		out, err := execNetfault(ctx, c.cli, n.containerID, "probe")
+		out, err := execNsfault(ctx, c.cli, n.containerID, "probe")
 		if err != nil {
 			lastErr = err
 			if ctx.Err() != nil {
@@ -41,16 +41,16 @@ func (c *Cluster) probeFaults(ctx context.Context) error {
 			}
 			continue
 		}
-		var pj netfault.Probe
+		var pj nsfault.Probe
 		if err := json.Unmarshal([]byte(out), &pj); err != nil {
-			lastErr = fmt.Errorf("netfault probe printed %q: %w", out, err)
+			lastErr = fmt.Errorf("nsfault probe printed %q: %w", out, err)
 			continue
 		}
 		p, probed = probeResult{nftErr: pj.NFTables, netemErr: pj.Netem}, true
 		break
 	}
 	if !probed {
-		reason := fmt.Sprintf("could not run gregor netfault in any node: %v", lastErr)
+		reason := fmt.Sprintf("could not run gregor nsfault in any node: %v", lastErr)
 		p = probeResult{nftErr: reason, netemErr: reason}
 	}
 	c.mu.Lock()
@@ -68,7 +68,7 @@ func capabilitiesFor(p probeResult, forceDisconnect bool) runtime.Capabilities {
 	}
 	switch {
 	case p.nftOK() && !forceDisconnect:
-		caps[runtime.FaultPartition] = runtime.Capability{Support: runtime.Real, How: "nftables drop rules in each container's network namespace (gregor netfault)"}
+		caps[runtime.FaultPartition] = runtime.Capability{Support: runtime.Real, How: "nftables drop rules in each container's network namespace (gregor nsfault)"}
 	case forceDisconnect:
 		caps[runtime.FaultPartition] = runtime.Capability{Support: runtime.Emulated, How: "docker network disconnect, isolate-one only (forced by option); the node is cut off from the harness too"}
 	default:
@@ -76,7 +76,7 @@ func capabilitiesFor(p probeResult, forceDisconnect bool) runtime.Capabilities {
 	}
 	switch {
 	case p.netemOK():
-		caps[runtime.FaultDelay] = runtime.Capability{Support: runtime.Real, How: "netem qdisc on the container's links (gregor netfault)"}
+		caps[runtime.FaultDelay] = runtime.Capability{Support: runtime.Real, How: "netem qdisc on the container's links (gregor nsfault)"}
 		caps[runtime.FaultLoss] = runtime.Capability{Support: runtime.Real, How: "netem qdisc loss on the container's links"}
 	default:
 		caps[runtime.FaultDelay] = runtime.Capability{Support: runtime.Emulated, How: "freezing the container for delay+-jitter, then letting it run delay/4 (docker pause): requests wait up to delay, throughput falls to ~1/5; the kernel has no netem: " + p.netemErr}
@@ -170,8 +170,8 @@ func (c *Cluster) Slow(ctx context.Context, id int32, delay, jitter time.Duratio
 	if err != nil {
 		return err
 	}
-	if delay < 0 || delay > netfault.MaxDelay || jitter < 0 || jitter > netfault.MaxDelay || !(lossPct >= 0 && lossPct <= 100) {
-		return fmt.Errorf("slow node %d: delay %v jitter %v loss %v%%: delays in [0, %v], loss in [0, 100]", id, delay, jitter, lossPct, netfault.MaxDelay)
+	if delay < 0 || delay > nsfault.MaxDelay || jitter < 0 || jitter > nsfault.MaxDelay || !(lossPct >= 0 && lossPct <= 100) {
+		return fmt.Errorf("slow node %d: delay %v jitter %v loss %v%%: delays in [0, %v], loss in [0, 100]", id, delay, jitter, lossPct, nsfault.MaxDelay)
 	}
 	c.mu.Lock()
 	if c.closed {
@@ -259,7 +259,7 @@ func (c *Cluster) applyDrops(ctx context.Context, n *node) error {
 		args = []string{"heal"}
 	}
 	return c.inNode(ctx, n, func() error {
-		if _, err := execNetfault(ctx, c.cli, n.containerID, args...); err != nil {
+		if _, err := execNsfault(ctx, c.cli, n.containerID, args...); err != nil {
 			return fmt.Errorf("node %d: %w", n.info.ID, err)
 		}
 		return nil
@@ -283,7 +283,7 @@ func (c *Cluster) applySlow(ctx context.Context, n *node) error {
 		args = []string{"slow", "--via", "nftables", "--loss", strconv.FormatFloat(s.lossPct, 'f', -1, 64)}
 	}
 	return c.inNode(ctx, n, func() error {
-		if _, err := execNetfault(ctx, c.cli, n.containerID, args...); err != nil {
+		if _, err := execNsfault(ctx, c.cli, n.containerID, args...); err != nil {
 			return fmt.Errorf("node %d: %w", n.info.ID, err)
 		}
 		return nil

@@ -17,11 +17,16 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/testcontainers/testcontainers-go"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // closeTimeout bounds the cleanup Start does itself when it fails.
 const closeTimeout = 60 * time.Second
+
+// createTimeout bounds one network or container create. A create is not
+// cancelled with the run (see createNode); this bound is what a cancelled
+// boot may wait for it.
+const createTimeout = 60 * time.Second
 
 // readyPoll is the interval between ClusterSpec.Ready probes.
 const readyPoll = 100 * time.Millisecond
@@ -35,7 +40,8 @@ type Cluster struct {
 	image   string
 	network string // network ID
 	labels  map[string]string
-	nodes   []*node // sorted by ID
+	reaper  *runtime.Reaper // removes the run's objects if this process dies first
+	nodes   []*node         // sorted by ID
 	byID    map[int32]*node
 	timings Timings
 
@@ -129,6 +135,12 @@ func (r *Runtime) StartCluster(ctx context.Context, spec runtime.ClusterSpec) (*
 	c.labels[LabelManaged] = "true"
 	c.labels[LabelCluster] = spec.Name
 	c.labels[LabelRun] = c.runID
+	// The reaper starts before the first object exists, so that from here on
+	// a harness killed at any moment leaves nothing behind.
+	if c.reaper, err = runtime.StartReaper(reaperKind, c.runID); err != nil {
+		cli.Close()
+		return nil, err
+	}
 
 	if err := c.boot(ctx, spec); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
@@ -202,7 +214,18 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) error {
 	return ctx.Err()
 }
 
+// createNode creates and starts one node's container.
+//
+// The create is detached from ctx's cancellation (bounded by createTimeout):
+// a create request that reached the engine finishes there even when the
+// client stops waiting, and a container whose create had not answered when
+// the clean-up listed the run's objects would outlive it. Waiting out the
+// create makes its container known before boot returns, so Close finds it;
+// ctx is honoured right after.
 func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, ns runtime.NodeSpec, all []runtime.NodeInfo) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("node %d: %w", ns.ID, err)
+	}
 	args, err := runtime.ExpandArgs(ns.Args, runtime.VarsFor(n.info, all, DataDir))
 	if err != nil {
 		return fmt.Errorf("node %d: %w", ns.ID, err)
@@ -224,7 +247,7 @@ func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, n
 				cfg.Hostname = fmt.Sprintf("n%d", ns.ID)
 			},
 			HostConfigModifier: func(hc *container.HostConfig) {
-				// netfault needs CAP_NET_ADMIN for nftables and qdiscs.
+				// nsfault needs CAP_NET_ADMIN for nftables and qdiscs.
 				hc.CapAdd = append(hc.CapAdd, "NET_ADMIN")
 			},
 			EndpointSettingsModifier: func(eps map[string]*dnetwork.EndpointSettings) {
@@ -233,15 +256,22 @@ func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, n
 				}
 			},
 		},
-		Started: true,
-		Logger:  tcLogger{c.r},
+		Logger: tcLogger{c.r},
 	}
-	ctr, err := testcontainers.GenericContainer(ctx, req)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	ctr, err := testcontainers.GenericContainer(cctx, req)
+	cancel()
 	if ctr != nil {
 		n.containerID = ctr.GetContainerID()
 	}
 	if err != nil {
 		return fmt.Errorf("node %d: %w", ns.ID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("node %d: %w", ns.ID, err)
+	}
+	if err := ctr.Start(ctx); err != nil {
+		return fmt.Errorf("node %d: start: %w", ns.ID, err)
 	}
 	return nil
 }
@@ -251,6 +281,7 @@ func (c *Cluster) waitReady(ctx context.Context, spec runtime.ClusterSpec) error
 	if timeout <= 0 {
 		timeout = runtime.DefaultReadyTimeout
 	}
+	outer := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -260,6 +291,9 @@ func (c *Cluster) waitReady(ctx context.Context, spec runtime.ClusterSpec) error
 		}
 		select {
 		case <-ctx.Done():
+			if err := outer.Err(); err != nil {
+				return fmt.Errorf("cluster %s: boot cancelled while waiting for readiness: %w", c.name, err)
+			}
 			return fmt.Errorf("cluster %s not ready within %v: %v", c.name, timeout, last)
 		case <-time.After(readyPoll):
 		}

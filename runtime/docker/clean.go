@@ -13,6 +13,8 @@ import (
 	dnetwork "github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
+
+	"gregor/runtime"
 )
 
 // Filter narrows Clean. The zero value matches everything gregor made.
@@ -133,6 +135,44 @@ func removeLabelled(ctx context.Context, cli *client.Client, f Filter) (Removed,
 	}
 	return out, errors.Join(errs...)
 }
+
+// reaperKind names the docker runtime's reaper (runtime.StartReaper).
+const reaperKind = "docker"
+
+// Reap passes: a reaper may start its work while creates the dead harness
+// sent are still running at the engine, so it lists the run's objects until
+// it has found none reapQuietPasses times in a row, reapPause apart.
+const (
+	reapPasses      = 20
+	reapQuietPasses = 3
+	reapPause       = time.Second
+)
+
+// reap removes everything of one run (the job is its run id) after the
+// harness that made it died without cleaning up.
+func reap(ctx context.Context, runID string) error {
+	if runID == "" {
+		return errors.New("reaper started without a run id")
+	}
+	cli, err := newClient()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	var last error
+	for pass, quiet := 0, 0; pass < reapPasses && quiet < reapQuietPasses; pass++ {
+		removed, err := removeLabelled(ctx, cli, Filter{Run: runID})
+		if last = err; err == nil && removed.Empty() {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		sleep(ctx, reapPause)
+	}
+	return last
+}
+
+func init() { runtime.ServeReaper(reaperKind, reap) }
 
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) {

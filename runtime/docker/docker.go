@@ -3,7 +3,7 @@
 // registry reached), a private bridge network with one fixed IP per node, and
 // one container per node created with testcontainers-go. Kill, stop, pause and
 // logs go through the Docker API; partitions and slow links are applied inside
-// each container's network namespace by `gregor netfault` run with docker exec.
+// each container's network namespace by `gregor nsfault` run with docker exec.
 //
 // Everything it creates carries the labels below, so `gregor clean` (Clean)
 // can remove what a crashed run left behind. testcontainers' Ryuk reaper is
@@ -21,7 +21,7 @@ import (
 	"github.com/docker/docker/client"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // Labels on every container, network and image the runtime creates.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"gregor/harness/runtime"
+	"gregor/runtime"
 )
 
 // TestCluster boots one 3-node cluster and walks it through every fault; one

@@ -35,18 +35,25 @@ func hostIP(subnet *net.IPNet, i int) net.IP {
 	return ip
 }
 
-// createNetwork makes the cluster's private bridge with a free /24.
+// createNetwork makes the cluster's private bridge with a free /24. Like a
+// container create (createNode), each create is waited out rather than
+// abandoned on cancellation, so the network is known to Close.
 func (r *Runtime) createNetwork(ctx context.Context, runID string, labels map[string]string) (*testcontainers.DockerNetwork, *net.IPNet, error) {
 	var lastErr error
 	for try := 0; try < subnetTries; try++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("create network: %w", err)
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 		sn := candidateSubnet(runID, try)
-		nw, err := tcnetwork.New(ctx,
+		nw, err := tcnetwork.New(cctx,
 			tcnetwork.WithLabels(labels),
 			tcnetwork.WithIPAM(&dnetwork.IPAM{Config: []dnetwork.IPAMConfig{{
 				Subnet:  sn.String(),
 				Gateway: hostIP(sn, 1).String(),
 			}}}),
 		)
+		cancel()
 		if err == nil {
 			return nw, sn, nil
 		}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// layers is the house's dependency direction (DESIGN.md section 1): a
+// package may import its own top-level folder's packages and any folder on
+// a lower floor, never a sibling on its own floor or one above. Data flows
+// one way: config -> harness -> (runtime, workloads, nemesis) -> history ->
+// checker -> reports, and the cluster under test knows none of it.
+var layers = map[string]int{
+	"cmd":       7,
+	"validate":  6,
+	"matrix":    5,
+	"harness":   4,
+	"reports":   3,
+	"checker":   2,
+	"workloads": 2,
+	"nemesis":   2,
+	"runtime":   1,
+	"history":   0,
+	"cluster":   0,
+	"bench":     0,
+}
+
+// TestLayering reads every non-test Go file's imports and fails on an import
+// that runs up or sideways, or from a folder the table does not place.
+func TestLayering(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not at %s: %v", root, err)
+	}
+	const module = "gregor/"
+	files := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "store" || d.Name() == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		top := strings.Split(filepath.ToSlash(rel), "/")[0]
+		from, placed := layers[top]
+		if !placed {
+			t.Errorf("%s: folder %q has no floor in the layering table (cmd/gregor/layering_test.go)", rel, top)
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if !strings.HasPrefix(p, module) {
+				continue
+			}
+			to := strings.Split(strings.TrimPrefix(p, module), "/")[0]
+			if to == top {
+				continue
+			}
+			if layers[to] >= from {
+				t.Errorf("%s imports %s: %s (floor %d) may only import floors below it, %s is on floor %d", rel, p, top, from, to, layers[to])
+			}
+		}
+		// DESIGN.md: the checker reads histories and knows nothing else.
+		if top == "checker" {
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if strings.HasPrefix(p, module) && p != module+"history" && !strings.HasPrefix(p, module+"checker") {
+					t.Errorf("%s imports %s: the checker imports history only", rel, p)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 50 {
+		t.Fatalf("read only %d Go files under %s: the walk missed the tree", files, root)
+	}
+}
