@@ -63,13 +63,13 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	if !isTxn {
 		return ready(failAll(kerr.CoordinatorNotAvailable))
 	}
-	s.mu.Lock()
-	g, e := s.validateTxnCommit(req)
-	s.mu.Unlock()
-	if e != nil {
-		return ready(failAll(e))
-	}
 	if len(ok) == 0 {
+		s.mu.Lock()
+		_, e := s.validateTxnCommit(req)
+		s.mu.Unlock()
+		if e != nil {
+			return ready(failAll(e))
+		}
 		return ready(resp)
 	}
 	now := c.cfg.Clock.Now().UnixMilli()
@@ -83,34 +83,63 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		if p.Metadata != nil {
 			v.Metadata = *p.Metadata
 		}
-		recs = append(recs, offsetRecord(g.id, t.Topic, p.Partition, &v))
+		recs = append(recs, offsetRecord(req.Group, t.Topic, p.Partition, &v))
 		keys = append(keys, TopicPartition{t.Topic, p.Partition})
-		vals = append(vals, committed{offsetValue: v, logOffset: -1})
+		vals = append(vals, committed{offsetValue: v, logOffset: inFlight})
+	}
+	s.mu.Lock()
+	g, e := s.validateTxnCommit(req)
+	if e == nil && !c.cfg.Bugs.TxnOffsetsEarly {
+		// Pending before the write, as Kafka's prepareTxnOffsetCommit: a
+		// fencing abort that lands meanwhile drops them, and the write,
+		// of the fenced epoch, then fails.
+		for i, k := range keys {
+			g.addTxnOffset(req.ProducerID, k, vals[i])
+		}
+	}
+	s.mu.Unlock()
+	if e != nil {
+		return ready(failAll(e))
 	}
 	w := TxnWrite{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, AddPartition: req.Version >= 5}
 	return func() *kmsg.TxnOffsetCommitResponse {
 		base, e := s.writeTxn(ctx, tl, w, recs)
-		if e != nil {
-			return failAll(e)
-		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.unloaded || s.groups[g.id] != g {
+			if e != nil {
+				return failAll(e)
+			}
 			return resp // in the log; the next load has it
 		}
+		pending := g.txnOffsets[req.ProducerID]
 		for i, k := range keys {
-			v := vals[i]
-			v.logOffset = base + int64(i)
-			if c.cfg.Bugs.TxnOffsetsEarly {
+			v, ok := pending[k]
+			switch {
+			case e != nil:
+				if ok && v.logOffset == inFlight {
+					delete(pending, k)
+				}
+			case c.cfg.Bugs.TxnOffsetsEarly:
 				// The planted bug: the group sees the offset now.
+				v = vals[i]
+				v.logOffset = base + int64(i)
 				g.offsets[k] = v
-				continue
+			case ok && v.logOffset == inFlight:
+				v.logOffset = base + int64(i)
+				pending[k] = v
 			}
-			g.addTxnOffset(req.ProducerID, k, v)
+		}
+		if e != nil {
+			return failAll(e)
 		}
 		return resp
 	}
 }
+
+// inFlight is the log offset of a pending transactional offset whose write
+// has not returned yet.
+const inFlight = -1
 
 // validateTxnCommit is doTxnCommitOffsets' check: a group that does not
 // exist yet is created; a member id and generation, when given (v3+,
@@ -178,7 +207,8 @@ func (g *Group) addTxnOffset(pid int64, k TopicPartition, v committed) {
 
 // completeTxn materializes (commit) or drops (abort) a producer's pending
 // offsets (completePendingTxnOffsetCommit): a pending offset replaces the
-// committed one only if it was written later in the log.
+// committed one only if it was written later in the log. One still in
+// flight is dropped either way: a commit cannot precede its write's answer.
 func (g *Group) completeTxn(pid int64, commit bool) {
 	pending := g.txnOffsets[pid]
 	delete(g.txnOffsets, pid)
@@ -186,6 +216,9 @@ func (g *Group) completeTxn(pid int64, commit bool) {
 		return
 	}
 	for k, v := range pending {
+		if v.logOffset == inFlight {
+			continue
+		}
 		if cur, ok := g.offsets[k]; !ok || cur.logOffset < v.logOffset {
 			g.offsets[k] = v
 		}
