@@ -48,19 +48,26 @@ func (b *Broker) startGroups() *group.Coordinator {
 
 type groupEnv struct{ b *Broker }
 
-func (e groupEnv) OffsetsPartitions() int32 {
-	if t := e.b.Image().Topics[group.Topic]; t != nil {
+func (e groupEnv) OffsetsPartitions() int32      { return e.b.partitionCount(group.Topic) }
+func (e groupEnv) Log(partition int32) group.Log { return e.b.internalLog(group.Topic, partition) }
+
+// partitionCount is a topic's partition count in the current metadata, 0
+// while it does not exist.
+func (b *Broker) partitionCount(topic string) int32 {
+	if t := b.Image().Topics[topic]; t != nil {
 		return int32(len(t.Partitions))
 	}
 	return 0
 }
 
-func (e groupEnv) Log(partition int32) group.Log {
-	p := e.b.Partition(group.Topic, partition)
+// internalLog is this broker's replica of a coordinator's partition, nil
+// when it hosts none.
+func (b *Broker) internalLog(topic string, partition int32) group.Log {
+	p := b.Partition(topic, partition)
 	if p == nil {
 		return nil
 	}
-	return internalLog{b: e.b, p: p}
+	return internalLog{b: b, p: p}
 }
 
 // internalLog is this broker's replica of one partition of a coordinator's

@@ -11,9 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"gregor/cluster/group"
-	"gregor/cluster/txn"
 )
 
 // bugPair runs f against a correct cluster and one with the planted bug,
@@ -88,16 +85,7 @@ func TestPlantedNoZombieFencing(t *testing.T) {
 		if err := fresh.BeginTransaction(); err != nil { // InitProducerId: fences old, aborts its transaction
 			t.Fatal(err)
 		}
-		tc.waitFor("the old producer's transaction aborted", 15*time.Second, func() error {
-			d, err := tc.describeTxn("z")
-			if err != nil {
-				return err
-			}
-			if d.State != "Empty" {
-				return fmt.Errorf("state %s", d.State)
-			}
-			return nil
-		})
+		tc.waitTxnState("the old producer's transaction aborted", "z", "Empty", 15*time.Second, nil)
 		err := old.ProduceSync(ctx, &kgo.Record{Topic: "zombie", Value: []byte("zombie")}).FirstErr()
 		switch {
 		case !planted && !errors.Is(err, kerr.InvalidProducerEpoch):
@@ -215,13 +203,7 @@ func TestPlantedTxnOffsetsEarly(t *testing.T) {
 		if err != nil {
 			t.Fatalf("EndTxn abort: %v", err)
 		}
-		tc.waitFor("the abort completed", 15*time.Second, func() error {
-			d, err := tc.describeTxn(id)
-			if err == nil && d.State != "CompleteAbort" {
-				err = fmt.Errorf("state %s", d.State)
-			}
-			return err
-		})
+		tc.waitTxnState("the abort completed", id, "CompleteAbort", 15*time.Second, nil)
 		off, err = fetched(true)
 		switch {
 		case err != nil:
@@ -294,16 +276,7 @@ func TestPlantedMarkerBeforePrepare(t *testing.T) {
 		tc.kill(int(data))
 		tc.heal()
 		tc.start(int(data))
-		tc.waitFor("the new coordinator aborts the timed-out transaction", 30*time.Second, func() error {
-			d, err := tc.describeTxn(id)
-			if err != nil {
-				return err
-			}
-			if d.State != "CompleteAbort" {
-				return fmt.Errorf("state %s", d.State)
-			}
-			return nil
-		})
+		tc.waitTxnState("the new coordinator aborts the timed-out transaction", id, "CompleteAbort", 30*time.Second, nil)
 		tc.sentinels(tc.txnProducer(id+"-check"), "torn", 1, "end")
 		got := tc.readUntil("torn", 1, true, "end")
 		switch {
@@ -314,8 +287,3 @@ func TestPlantedMarkerBeforePrepare(t *testing.T) {
 		}
 	})
 }
-
-var (
-	_ = group.Topic
-	_ = txn.Topic
-)

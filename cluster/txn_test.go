@@ -239,6 +239,27 @@ func TestTxnReadCommittedSkipsAborted(t *testing.T) {
 	})
 }
 
+// waitTxnState waits until the transactional id is described in state
+// (and, when check is given, check accepts it), bounded by limit.
+func (tc *testCluster) waitTxnState(what, id, state string, limit time.Duration, check func(kadm.DescribedTransaction) error) kadm.DescribedTransaction {
+	tc.t.Helper()
+	var d kadm.DescribedTransaction
+	tc.waitFor(what, limit, func() error {
+		var err error
+		if d, err = tc.describeTxn(id); err != nil {
+			return err
+		}
+		if d.State != state {
+			return fmt.Errorf("state %s, want %s", d.State, state)
+		}
+		if check != nil {
+			return check(d)
+		}
+		return nil
+	})
+	return d
+}
+
 // liveClient is a client seeded with the brokers up now only: kadm's
 // requests fail on a seed they cannot dial instead of trying the next.
 func (tc *testCluster) liveClient() *kgo.Client {
@@ -298,13 +319,9 @@ func TestTxnTimeoutFencesPausedProducer(t *testing.T) {
 		}
 		// The pause: the producer does nothing until the coordinator has
 		// aborted its transaction.
-		tc.waitFor("the timed-out transaction aborted", 20*time.Second, func() error {
-			d, err := tc.describeTxn("paused")
-			if err != nil {
-				return err
-			}
-			if d.State != "CompleteAbort" || d.ProducerEpoch <= d0.ProducerEpoch {
-				return fmt.Errorf("state %s epoch %d", d.State, d.ProducerEpoch)
+		tc.waitTxnState("the timed-out transaction aborted", "paused", "CompleteAbort", 20*time.Second, func(d kadm.DescribedTransaction) error {
+			if d.ProducerEpoch <= d0.ProducerEpoch {
+				return fmt.Errorf("epoch %d, not bumped", d.ProducerEpoch)
 			}
 			return nil
 		})
@@ -369,16 +386,7 @@ func (tc *testCluster) createTxnState() {
 		if _, err := req.RequestWith(ctx, tc.client()); err != nil {
 			return err
 		}
-		t := tc.any().Image().Topics[txn.Topic]
-		if t == nil {
-			return errors.New("not created yet")
-		}
-		for _, p := range t.Partitions {
-			if p.Leader < 0 {
-				return fmt.Errorf("partition %d has no leader", p.Index)
-			}
-		}
-		return nil
+		return tc.led(txn.Topic)
 	})
 }
 
@@ -406,26 +414,16 @@ func TestTxnCoordinatorFailoverCompletesCommit(t *testing.T) {
 		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 			t.Fatalf("commit (PrepareCommit durable on the live replicas): %v", err)
 		}
-		tc.waitFor("PrepareCommit owing the offline partition's marker", 10*time.Second, func() error {
-			d, err := tc.describeTxn(id)
-			if err == nil && (d.State != "PrepareCommit" || len(d.Topics["one"]) != 1) {
-				err = fmt.Errorf("%+v", d)
+		tc.waitTxnState("PrepareCommit owing the offline partition's marker", id, "PrepareCommit", 10*time.Second, func(d kadm.DescribedTransaction) error {
+			if len(d.Topics["one"]) != 1 {
+				return fmt.Errorf("owes markers to %v", d.Topics)
 			}
-			return err
+			return nil
 		})
 		tc.kill(int(coord))
 		tc.start(int(data))
 		// describeTxn asks the live brokers: the answer is the new coordinator's.
-		tc.waitFor("the new coordinator completes the commit", 30*time.Second, func() error {
-			d, err := tc.describeTxn(id)
-			if err != nil {
-				return err
-			}
-			if d.State != "CompleteCommit" {
-				return fmt.Errorf("state %s", d.State)
-			}
-			return nil
-		})
+		tc.waitTxnState("the new coordinator completes the commit", id, "CompleteCommit", 30*time.Second, nil)
 		tc.sentinels(tc.txnProducer(id+"-check"), "one", 1, "end")
 		if got := tc.readUntil("one", 1, true, "end"); !slices.Equal(got, []string{"x1", "x2"}) {
 			t.Fatalf("read_committed after the failover: %v, want [x1 x2]", got)

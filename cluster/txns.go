@@ -47,20 +47,8 @@ func (b *Broker) startTxns() *txn.Coordinator {
 
 type txnEnv struct{ b *Broker }
 
-func (e txnEnv) Partitions() int32 {
-	if t := e.b.Image().Topics[txn.Topic]; t != nil {
-		return int32(len(t.Partitions))
-	}
-	return 0
-}
-
-func (e txnEnv) Log(partition int32) group.Log {
-	p := e.b.Partition(txn.Topic, partition)
-	if p == nil {
-		return nil
-	}
-	return internalLog{b: e.b, p: p}
-}
+func (e txnEnv) Partitions() int32             { return e.b.partitionCount(txn.Topic) }
+func (e txnEnv) Log(partition int32) group.Log { return e.b.internalLog(txn.Topic, partition) }
 
 func (e txnEnv) NewProducerID(ctx context.Context) (int64, *kerr.Error) {
 	id, _, err := e.b.NewProducerID(ctx)
@@ -123,17 +111,12 @@ func (b *Broker) sendMarkers(ctx context.Context, leader int32, m txn.Markers, t
 	req.SetVersion(2)
 	rm := kmsg.NewWriteTxnMarkersRequestMarker()
 	rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch, rm.TransactionVersion = m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch, int8(m.Version)
-	byTopic := map[string]int{}
+	for _, t := range txn.ByTopic(tps) {
+		rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		rt.Topic, rt.Partitions = t.Topic, t.Partitions
+		rm.Topics = append(rm.Topics, rt)
+	}
 	for _, tp := range tps {
-		i, ok := byTopic[tp.Topic]
-		if !ok {
-			i = len(rm.Topics)
-			byTopic[tp.Topic] = i
-			rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			rt.Topic = tp.Topic
-			rm.Topics = append(rm.Topics, rt)
-		}
-		rm.Topics[i].Partitions = append(rm.Topics[i].Partitions, tp.Partition)
 		out[tp] = kerr.NetworkException // until answered
 	}
 	req.Markers = append(req.Markers, rm)
@@ -200,17 +183,10 @@ func (b *Broker) VerifyTxn(ctx context.Context, id string, pid int64, epoch int1
 	req.SetVersion(5)
 	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = id, pid, epoch, !add
-	byTopic := map[string]int{}
-	for _, tp := range parts {
-		i, ok := byTopic[tp.Topic]
-		if !ok {
-			i = len(rt.Topics)
-			byTopic[tp.Topic] = i
-			tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-			tt.Topic = tp.Topic
-			rt.Topics = append(rt.Topics, tt)
-		}
-		rt.Topics[i].Partitions = append(rt.Topics[i].Partitions, tp.Partition)
+	for _, t := range txn.ByTopic(parts) {
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = t.Topic, t.Partitions
+		rt.Topics = append(rt.Topics, tt)
 	}
 	req.Transactions = append(req.Transactions, rt)
 	kresp, err := b.verifyConns.request(ctx, coord, req)

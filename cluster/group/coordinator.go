@@ -337,18 +337,21 @@ func (s *shard) write(ctx context.Context, recs []Record) (int64, *kerr.Error) {
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
 	base, e := s.log.Append(ctx, s.epoch, recs)
+	return base, appendError(e)
+}
+
+// appendError maps a failed append to the error a coordinator answers
+// (GroupMetadataManager.maybeConvertOffsetCommitError).
+func appendError(e *kerr.Error) *kerr.Error {
 	switch e {
-	case nil:
-		return base, nil
 	case kerr.NotLeaderForPartition, kerr.KafkaStorageError, kerr.FencedLeaderEpoch:
-		return 0, kerr.NotCoordinator
+		return kerr.NotCoordinator
 	case kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut, kerr.UnknownTopicOrPartition:
-		return 0, kerr.CoordinatorNotAvailable
+		return kerr.CoordinatorNotAvailable
 	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
-		return 0, kerr.InvalidCommitOffsetSize
-	default:
-		return 0, e
+		return kerr.InvalidCommitOffsetSize
 	}
+	return e
 }
 
 // writeBackground persists group metadata nobody waits for (an emptied

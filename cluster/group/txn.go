@@ -179,21 +179,12 @@ func (s *shard) writeTxn(ctx context.Context, tl TxnLog, w TxnWrite, recs []Reco
 	defer stop()
 	base, e := tl.AppendTxn(ctx, s.epoch, w, recs)
 	switch e {
-	case nil:
-		return base, nil
 	case kerr.NetworkException:
-		return 0, kerr.CoordinatorLoadInProgress
+		e = kerr.CoordinatorLoadInProgress
 	case kerr.ProducerFenced:
-		return 0, kerr.InvalidProducerEpoch
-	case kerr.NotLeaderForPartition, kerr.KafkaStorageError, kerr.FencedLeaderEpoch:
-		return 0, kerr.NotCoordinator
-	case kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut, kerr.UnknownTopicOrPartition:
-		return 0, kerr.CoordinatorNotAvailable
-	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
-		return 0, kerr.InvalidCommitOffsetSize
-	default:
-		return 0, e
+		e = kerr.InvalidProducerEpoch
 	}
+	return base, appendError(e)
 }
 
 func (g *Group) addTxnOffset(pid int64, k TopicPartition, v committed) {

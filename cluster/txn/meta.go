@@ -50,6 +50,29 @@ type TopicPartition struct {
 
 func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
+// TopicPartitions are one topic's partitions.
+type TopicPartitions struct {
+	Topic      string
+	Partitions []int32
+}
+
+// ByTopic groups partitions by topic, in order of first appearance, as
+// requests and responses nest them.
+func ByTopic(parts []TopicPartition) []TopicPartitions {
+	var out []TopicPartitions
+	at := map[string]int{}
+	for _, tp := range parts {
+		i, ok := at[tp.Topic]
+		if !ok {
+			i = len(out)
+			at[tp.Topic] = i
+			out = append(out, TopicPartitions{Topic: tp.Topic})
+		}
+		out[i].Partitions = append(out[i].Partitions, tp.Partition)
+	}
+	return out
+}
+
 // noProducerID / noEpoch are Kafka's RecordBatch.NO_PRODUCER_ID/EPOCH.
 const (
 	noProducerID int64 = -1

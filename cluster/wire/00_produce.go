@@ -47,6 +47,13 @@ const maxProduceWait = 5 * time.Minute
 // (Kafka: request.timeout.ms of the AddPartitionsToTxn it sends).
 const maxVerifyWait = 10 * time.Second
 
+// Kafka's add.partitions.to.txn.retry.backoff.ms and
+// add.partitions.to.txn.retry.backoff.max.ms defaults (AddPartitionsToTxnConfig).
+const (
+	addRetryBackoff = 20 * time.Millisecond
+	addRetryMax     = 100 * time.Millisecond
+)
+
 func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -179,7 +186,20 @@ func (s *Server) verifyTxn(ctx context.Context, req *kmsg.ProduceRequest, pid in
 	}
 	vctx, cancel := context.WithTimeout(ctx, min(maxVerifyWait, time.Duration(req.TimeoutMillis)*time.Millisecond))
 	defer cancel()
-	res, e := tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, parts, req.Version >= 12)
+	add := req.Version >= 12
+	res, e := tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, parts, add)
+	// Kafka 4 (KAFKA-18654): a version 2 produce racing the markers of the
+	// producer's previous transaction retries the add on the broker, every
+	// add.partitions.to.txn.retry.backoff.ms (20) for at most
+	// add.partitions.to.txn.retry.backoff.max.ms (100), instead of sending
+	// CONCURRENT_TRANSACTIONS (as NOT_ENOUGH_REPLICAS) back to the client.
+	for start := time.Now(); add && e == kerr.ConcurrentTransactions && time.Since(start) < addRetryMax; {
+		select {
+		case <-time.After(addRetryBackoff):
+		case <-vctx.Done():
+		}
+		res, e = tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, parts, add)
+	}
 	for _, tp := range parts {
 		pe := e
 		if pe == nil {

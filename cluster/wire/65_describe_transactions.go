@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/txn"
 )
 
 func init() { register(65, 0, 0, handleDescribeTransactions) }
@@ -37,14 +39,10 @@ func handleDescribeTransactions(s *Server, _ context.Context, hdr header, kreq k
 		}
 		rt.State, rt.ProducerID, rt.ProducerEpoch = string(d.State), d.ProducerID, d.Epoch
 		rt.TimeoutMillis, rt.StartTimestamp = d.TimeoutMs, d.StartMs
-		for i, tp := range d.Partitions {
-			if i == 0 || d.Partitions[i-1].Topic != tp.Topic {
-				rtt := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
-				rtt.Topic = tp.Topic
-				rt.Topics = append(rt.Topics, rtt)
-			}
-			last := &rt.Topics[len(rt.Topics)-1]
-			last.Partitions = append(last.Partitions, tp.Partition)
+		for _, t := range txn.ByTopic(d.Partitions) {
+			rtt := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+			rtt.Topic, rtt.Partitions = t.Topic, t.Partitions
+			rt.Topics = append(rt.Topics, rtt)
 		}
 		resp.TransactionStates = append(resp.TransactionStates, rt)
 	}
