@@ -57,14 +57,7 @@ const (
 func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	type slot struct {
-		ti, pi int
-		p      *replica.Partition
-		guard  uint64
-		tp     txn.TopicPartition
-	}
-	var slots []slot
-	var verify []txn.TopicPartition
+	var slots []produceSlot
 	var pid int64 = -1
 	var epoch int16 = -1
 	im := s.b.Image()
@@ -87,27 +80,21 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			sl := slot{ti: ti, pi: pi, p: p, tp: txn.TopicPartition{Topic: t.Topic, Partition: tp.Partition}}
+			sl := produceSlot{ti: ti, pi: pi, p: p, tp: txn.TopicPartition{Topic: t.Topic, Partition: tp.Partition}}
 			if h, err := storage.ParseBatchHeader(tp.Records); err == nil && h.IsTransactional() {
-				e, guard := beginTxnBatch(req, h, p, &pid, &epoch)
-				if e != nil {
+				if e := sameProducer(req, h, &pid, &epoch); e != nil {
 					rp.ErrorCode = e.Code
 					rt.Partitions = append(rt.Partitions, rp)
 					continue
 				}
-				if sl.guard = guard; guard != 0 {
-					verify = append(verify, sl.tp)
-				}
+				sl.txn, sl.seq = true, h.BaseSequence
 			}
 			slots = append(slots, sl)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	var verdicts map[txn.TopicPartition]*kerr.Error
-	if len(verify) > 0 {
-		verdicts = s.verifyTxn(ctx, req, pid, epoch, verify)
-	}
+	verdicts := s.verifyTxn(ctx, req, pid, epoch, slots)
 	type waitFor struct {
 		ti, pi int
 		p      *replica.Partition
@@ -117,12 +104,12 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 	var waits []waitFor
 	for _, sl := range slots {
 		rp := &resp.Topics[sl.ti].Partitions[sl.pi]
-		if e := verdicts[sl.tp]; e != nil {
+		if e := verdicts.errs[sl.tp]; e != nil {
 			rp.ErrorCode = e.Code
 			continue
 		}
 		records := req.Topics[sl.ti].Partitions[sl.pi].Records
-		res, e := sl.p.AppendAsLeader(records, replica.AppendOptions{Acks: req.Acks, Guard: sl.guard})
+		res, e := sl.p.AppendAsLeader(records, replica.AppendOptions{Acks: req.Acks, Guard: verdicts.guards[sl.tp]})
 		if e != nil {
 			rp.ErrorCode = e.Code
 			continue
@@ -154,60 +141,102 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 	}}
 }
 
-// beginTxnBatch checks a transactional batch's producer against the
-// request's and starts the leader's verification of its transaction
-// (KIP-890 part 1; with Produce v12, part 2's implicit add). It returns the
-// guard the append must carry, 0 when none is needed.
-func beginTxnBatch(req *kmsg.ProduceRequest, h storage.BatchHeader, p *replica.Partition, pid *int64, epoch *int16) (*kerr.Error, uint64) {
+// produceSlot is one partition of a produce request this broker leads.
+type produceSlot struct {
+	ti, pi int
+	p      *replica.Partition
+	tp     txn.TopicPartition
+	// txn: the batch is transactional, its first sequence seq.
+	txn bool
+	seq int32
+}
+
+// sameProducer checks that every transactional batch of the request is of
+// one producer (ReplicaManager.handleProduceAppend) with a transactional id.
+func sameProducer(req *kmsg.ProduceRequest, h storage.BatchHeader, pid *int64, epoch *int16) *kerr.Error {
 	if req.TransactionID == nil || *req.TransactionID == "" {
-		return kerr.InvalidRecord, 0
+		return kerr.InvalidRecord
 	}
 	if *pid == -1 {
 		*pid, *epoch = h.ProducerID, h.ProducerEpoch
 	} else if h.ProducerID != *pid || h.ProducerEpoch != *epoch {
-		// One producer per request (ReplicaManager.handleProduceAppend).
-		return kerr.InvalidProducerIDMapping, 0
+		return kerr.InvalidProducerIDMapping
 	}
-	guard, e := p.BeginVerification(h.ProducerID, h.ProducerEpoch, h.BaseSequence, req.Version >= 12)
-	return e, guard
+	return nil
 }
 
-// verifyTxn asks the transaction coordinator about the partitions whose
-// batches would start the producer's transaction there, bounded by
-// maxVerifyWait and the request's timeout.
-func (s *Server) verifyTxn(ctx context.Context, req *kmsg.ProduceRequest, pid int64, epoch int16, parts []txn.TopicPartition) map[txn.TopicPartition]*kerr.Error {
-	out := make(map[txn.TopicPartition]*kerr.Error, len(parts))
+// verdicts are the outcome of verifying a request's transactional batches:
+// per partition an error, or the guard its append must carry (none when
+// its transaction is already open there).
+type verdicts struct {
+	errs   map[txn.TopicPartition]*kerr.Error
+	guards map[txn.TopicPartition]uint64
+}
+
+// verifyTxn starts the leader's verification of each transactional batch
+// that would start its producer's transaction on its partition (KIP-890
+// part 1; with v12, part 2's implicit add) and asks the coordinator about
+// those, bounded by maxVerifyWait and the request's timeout.
+func (s *Server) verifyTxn(ctx context.Context, req *kmsg.ProduceRequest, pid int64, epoch int16, slots []produceSlot) verdicts {
+	v := verdicts{errs: map[txn.TopicPartition]*kerr.Error{}, guards: map[txn.TopicPartition]uint64{}}
+	add := req.Version >= 12
+	begin := func() []txn.TopicPartition {
+		var ask []txn.TopicPartition
+		for _, sl := range slots {
+			if !sl.txn {
+				continue
+			}
+			guard, e := sl.p.BeginVerification(pid, epoch, sl.seq, add)
+			switch {
+			case e != nil:
+				v.errs[sl.tp] = e
+			case guard != 0:
+				v.guards[sl.tp] = guard
+				ask = append(ask, sl.tp)
+			}
+		}
+		return ask
+	}
+	ask := begin()
+	if len(ask) == 0 {
+		return v
+	}
 	tb, ok := s.b.(TxnBackend)
 	if !ok || tb.TxnCoordinator() == nil {
-		for _, tp := range parts {
-			out[tp] = kerr.NotEnoughReplicas
+		for _, tp := range ask {
+			v.errs[tp] = kerr.NotEnoughReplicas
 		}
-		return out
+		return v
 	}
 	vctx, cancel := context.WithTimeout(ctx, min(maxVerifyWait, time.Duration(req.TimeoutMillis)*time.Millisecond))
 	defer cancel()
-	add := req.Version >= 12
-	res, e := tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, parts, add)
+	res, e := tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, ask, add)
 	// Kafka 4 (KAFKA-18654): a version 2 produce racing the markers of the
-	// producer's previous transaction retries the add on the broker, every
+	// producer's previous transaction retries on the broker, every
 	// add.partitions.to.txn.retry.backoff.ms (20) for at most
 	// add.partitions.to.txn.retry.backoff.max.ms (100), instead of sending
 	// CONCURRENT_TRANSACTIONS (as NOT_ENOUGH_REPLICAS) back to the client.
+	// Each retry starts the verification anew: a marker landing meanwhile
+	// retires the guards of the last attempt.
 	for start := time.Now(); add && e == kerr.ConcurrentTransactions && time.Since(start) < addRetryMax; {
 		select {
 		case <-time.After(addRetryBackoff):
 		case <-vctx.Done():
 		}
-		res, e = tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, parts, add)
+		clear(v.guards)
+		if ask = begin(); len(ask) == 0 {
+			return v
+		}
+		res, e = tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, ask, add)
 	}
-	for _, tp := range parts {
+	for _, tp := range ask {
 		pe := e
 		if pe == nil {
 			pe = res[tp]
 		}
-		out[tp] = produceVerifyError(pe, req.Version)
+		v.errs[tp] = produceVerifyError(pe, req.Version)
 	}
-	return out
+	return v
 }
 
 // produceVerifyError translates the coordinator's answer for a partition as
