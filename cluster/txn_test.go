@@ -229,13 +229,13 @@ func TestTxnReadCommittedSkipsAborted(t *testing.T) {
 		// Five transactions ended: version 1 keeps the epoch, version 2
 		// (negotiated through ApiVersions' transaction.version) bumps it
 		// at every end.
-		d, err := tc.describeTxn("rc-producer")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := map[int16]int16{1: 0, 2: 5}[tv]; d.ProducerEpoch != want || d.State != "CompleteCommit" {
-			t.Fatalf("described %+v, want epoch %d in CompleteCommit", d, want)
-		}
+		want := map[int16]int16{1: 0, 2: 5}[tv]
+		tc.waitTxnState("the last commit complete", "rc-producer", "CompleteCommit", 15*time.Second, func(d kadm.DescribedTransaction) error {
+			if d.ProducerEpoch != want {
+				t.Fatalf("described %+v, want epoch %d", d, want)
+			}
+			return nil
+		})
 	})
 }
 

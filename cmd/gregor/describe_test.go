@@ -98,11 +98,20 @@ func TestDescribeTransactions(t *testing.T) {
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	out.Reset()
-	if err := describeTransactions(ctx, adm, time.Now(), &out); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(strings.Split(strings.TrimSpace(out.String()), "\n")); n != 1 {
-		t.Fatalf("after the commit:\n%s", out.String())
+	// The commit is answered once PrepareCommit is durable; the listing
+	// empties when the markers are written (CompleteCommit).
+	for {
+		out.Reset()
+		if err := describeTransactions(ctx, adm, time.Now(), &out); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) == 1 {
+			return
+		}
+		if f := strings.Fields(lines[1]); len(lines) != 2 || f[4] != "PrepareCommit" || ctx.Err() != nil {
+			t.Fatalf("after the commit:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
