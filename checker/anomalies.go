@@ -8,7 +8,9 @@ import (
 )
 
 // collector counts every anomaly and keeps the first few examples of each.
-// Invariant: len(examples[name]) <= max and <= counts[name].
+// Invariant: len(examples[name]) <= max and <= counts[name]. Not checked:
+// add, the only writer, keeps both by construction (it counts first and
+// appends only below max).
 type collector struct {
 	max      int
 	examples map[string][]Example

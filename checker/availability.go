@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"slices"
 
 	"gregor/history"
@@ -109,7 +110,7 @@ func availability(ix *index) Availability {
 	keys := make([]string, 0, len(okSends))
 	for k, ss := range okSends {
 		keys = append(keys, k)
-		slices.SortFunc(ss, func(x, y span) int { return cmpInt(x.start, y.start) })
+		slices.SortFunc(ss, func(x, y span) int { return cmp.Compare(x.start, y.start) })
 		for i := len(ss) - 2; i >= 0; i-- {
 			ss[i].end = min(ss[i].end, ss[i+1].end)
 		}
@@ -123,7 +124,7 @@ func availability(ix *index) Availability {
 		r := Recovery{Index: c.cindex, F: c.f, Time: c.endSeen, RecoverNs: map[string]int64{}}
 		for _, k := range keys {
 			ss := okSends[k]
-			i, _ := slices.BinarySearchFunc(ss, c.endSeen, func(x span, t int64) int { return cmpInt(x.start, t) })
+			i, _ := slices.BinarySearchFunc(ss, c.endSeen, func(x span, t int64) int { return cmp.Compare(x.start, t) })
 			if i == len(ss) {
 				r.NotRecovered = append(r.NotRecovered, k)
 			} else {
@@ -133,14 +134,4 @@ func availability(ix *index) Availability {
 		a.Recovery = append(a.Recovery, r)
 	}
 	return a
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,4 +1,4 @@
-// Package checker turns a history into anomalies (DESIGN section 5). It
+// Package checker turns a history into anomalies (DESIGN.md section 5). It
 // imports history only: no cluster is needed to check a history.
 //
 // Check pairs each invoke with its completion, builds per key an offset table

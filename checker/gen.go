@@ -76,9 +76,9 @@ func Generate(o GenOptions) []history.Op {
 	for len(ops) < o.Ops {
 		now += 1 + rng.Int64N(1000)
 		if o.NemesisEvery > 0 && len(ops)%o.NemesisEvery == 0 {
-			emit(history.Op{Process: history.Nemesis, Type: history.Info, F: "kill", Raw: []byte(`{"nodes":[1]}`)})
+			emit(history.Op{Process: history.Nemesis, Type: history.Info, F: history.NemesisKill, Raw: []byte(`{"nodes":[1]}`)})
 			now++
-			emit(history.Op{Process: history.Nemesis, Type: history.Info, F: "start", Raw: []byte(`{"nodes":[1]}`)})
+			emit(history.Op{Process: history.Nemesis, Type: history.Info, F: history.VerbStart, Raw: []byte(`{"nodes":[1]}`)})
 			continue
 		}
 		p := rng.IntN(nprocs)

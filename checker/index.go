@@ -27,8 +27,9 @@ type sendRec struct {
 	call  int32 // position in calls
 	value int64
 	ack   int64 // acknowledged offset, or history.NoOffset
-	// offsets where the value was observed (ack or read), distinct, in order
-	// observed. Invariant: more than one entry means a duplicate.
+	// offsets where the value was observed (ack or read), in order observed.
+	// Invariant: distinct (a read adds its offset only if absent), so more
+	// than one entry means a duplicate.
 	offsets []int64
 	read    bool
 	reader  int32 // first poll call that read it; -1 if none

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -338,6 +339,6 @@ func (ix *index) linExample(k *keyIndex, w *linWindow, maxOps int) Example {
 		}
 		ex.Ops = append(ex.Ops, r)
 	}
-	slices.SortFunc(ex.Ops, func(a, b OpRef) int { return cmpInt(a.Index, b.Index) })
+	slices.SortFunc(ex.Ops, func(a, b OpRef) int { return cmp.Compare(a.Index, b.Index) })
 	return ex
 }

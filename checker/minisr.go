@@ -12,7 +12,7 @@ import (
 )
 
 // UnderMinISRAck: an acks=all send acknowledged while its partition's ISR
-// was below min.insync.replicas. It is not one of DESIGN section 5's
+// was below min.insync.replicas. It is not one of DESIGN.md section 5's
 // original names; it extends the table (min ISR is the setting users rely
 // on for durability, and a broker that ignores it loses data only under a
 // second fault, so the loss checks alone rarely see it).

@@ -3,11 +3,12 @@ package checker
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"gregor/history"
 )
 
-// Anomaly names: a contract (DESIGN section 5), read by reports and CI.
+// Anomaly names: a contract (DESIGN.md section 5), read by reports and CI.
 const (
 	LostWrite           = "lost-write"
 	Unseen              = "unseen"
@@ -131,7 +132,7 @@ type Stats struct {
 	LostAcks int `json:"lost_acks"`
 }
 
-// Result is the checker's answer; it marshals as DESIGN section 5's object.
+// Result is the checker's answer; it marshals as DESIGN.md section 5's object.
 type Result struct {
 	Valid     Validity             `json:"valid"`
 	Anomalies map[string][]Example `json:"anomalies"`
@@ -166,6 +167,20 @@ func (r *Result) JSON() []byte {
 		panic(err) // every field is marshalable
 	}
 	return b
+}
+
+// ReadResultFile reads a results.json that JSON wrote (a run directory's
+// history.ResultsFile).
+func ReadResultFile(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &res, nil
 }
 
 func i64(v int64) *int64 { return &v }

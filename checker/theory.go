@@ -17,16 +17,18 @@ import (
 // With no configuration every anomaly is forbidden; with no faults, nothing
 // is allowed.
 //
-// Fault classes (nemeses):
+// Fault classes are the contract's (history/nemesis.go), never spelled here:
 //
-//	leader-loss   kill, stop, pause, partition, power-loss, and the scenarios
-//	              strand-leader and kip101 (which kill leaders): can take the
-//	              leader away, so a new leader (missing the old one's tail)
-//	              takes over
-//	no-ISR        the same set: repeated, they can leave no ISR member alive
-//	any           every nemesis including slow and client-crash
+//	history.TakesLeaderAway  kill, stop, pause, partition, power-loss, and the
+//	                         scenarios strand-leader and kip101 (which kill
+//	                         leaders): a new leader (missing the old one's
+//	                         tail) takes over; repeated, they can leave no ISR
+//	                         member alive
+//	history.PowerCut         power-loss, and kill: on a lazyfs cluster they
+//	                         drop a broker's unsynced writes
+//	any                      every nemesis including slow and client faults
 //
-// The table (L = a leader-loss fault is used):
+// The table (L = a fault that takes the leader away is used):
 //
 //	anomaly                         allowed when
 //	lost-write, unseen,             acks=0 and any fault; acks=1 and L;
@@ -73,10 +75,7 @@ func Expect(cfg *history.Config) map[string]Verdict {
 			reasons[a] = append(reasons[a], why)
 		}
 	}
-	leaderLoss := false
-	for _, n := range []string{"kill", "stop", "pause", "partition", "power-loss", "strand-leader", "kip101"} {
-		leaderLoss = leaderLoss || cfg.HasNemesis(n)
-	}
+	leaderLoss := cfg.HasFault(history.TakesLeaderAway)
 	anyFault := false
 	for _, n := range cfg.Nemeses {
 		if n != "" && n != "none" {
@@ -85,7 +84,11 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	}
 	// powerLoss: a fault that can drop a broker's unsynced writes (a kill
 	// on a lazyfs cluster is a power cut).
-	powerLoss := cfg.LazyFS && cfg.Fsync != "always" && (cfg.HasNemesis("power-loss") || cfg.HasNemesis("kill"))
+	powerLoss := cfg.LazyFS && cfg.Fsync != "always" && cfg.HasFault(history.PowerCut)
+	// powerLossOnMost: the power-loss nemesis on all or a majority of the
+	// brokers, so every replica of a record can lose it at once.
+	powerLossOnMost := cfg.HasNemesis(history.NemesisPowerLoss) && cfg.LazyFS && cfg.Fsync != "always" &&
+		(cfg.NemesisTarget == history.TargetAll || cfg.NemesisTarget == history.TargetMajority)
 	lossSet := []string{LostWrite, Unseen, InconsistentOffsets, NonmonotonicSend, Nonlinearizable}
 	minISR := cfg.MinISR
 	if cfg.RF > 0 && (minISR <= 0 || cfg.RF < minISR) {
@@ -104,8 +107,7 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		allow(why, lossSet...)
 		allow(why+"; consumers that read them find their position beyond the new log end and are reset", PollSkip, NonmonotonicPoll)
 	}
-	if cfg.HasNemesis("power-loss") && cfg.LazyFS && cfg.Fsync != "always" &&
-		(cfg.NemesisTarget == "all" || cfg.NemesisTarget == "majority") {
+	if powerLossOnMost {
 		why := "fsync " + orDefault(cfg.Fsync, "never") + " with lazyfs power loss on " + cfg.NemesisTarget +
 			" nodes: acknowledged records live only in the page cache of every replica that holds them, and a power cut on all of them loses them even with acks=all (Kafka relies on replication, not fsync)"
 		allow(why, lossSet...)
@@ -138,7 +140,7 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	// Committed offsets live in __consumer_offsets, written acks=all with
 	// the cluster's RF and min ISR whatever the producers' acks: a commit is
 	// lost only where an acknowledged acks=all record can be.
-	if commitLoss := commitLossReason(cfg, leaderLoss, powerLoss, minISR); commitLoss != "" {
+	if commitLoss := commitLossReason(cfg, leaderLoss, powerLoss, powerLossOnMost, minISR); commitLoss != "" {
 		allow(commitLoss, CommittedOffsetRegression)
 		allow(commitLoss+"; the next owner of the partition processes again what the lost commit covered", Redelivered)
 	}
@@ -156,13 +158,13 @@ func Expect(cfg *history.Config) map[string]Verdict {
 }
 
 // commitLossReason says why an acknowledged commit can be lost, or "".
-func commitLossReason(cfg *history.Config, leaderLoss, powerLoss bool, minISR int) string {
+func commitLossReason(cfg *history.Config, leaderLoss, powerLoss, powerLossOnMost bool, minISR int) string {
 	switch {
 	case cfg.Unclean && leaderLoss:
 		return "unclean.leader.election.enable=true: an out-of-sync replica of __consumer_offsets can lead and lose acknowledged commits (seeds 000, 001 §5)"
 	case powerLoss && minISR <= 1:
 		return "min.insync.replicas=1 with power loss: a commit acknowledged by a lone ISR member of __consumer_offsets lives in its page cache only (seed 003)"
-	case cfg.HasNemesis("power-loss") && cfg.LazyFS && cfg.Fsync != "always" && (cfg.NemesisTarget == "all" || cfg.NemesisTarget == "majority"):
+	case powerLossOnMost:
 		return "power loss on " + cfg.NemesisTarget + " nodes with fsync " + orDefault(cfg.Fsync, "never") + ": acknowledged commits can be in no replica's disk"
 	}
 	return ""

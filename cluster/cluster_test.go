@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -265,92 +264,6 @@ func (tc *testCluster) readAll(topic string) []string {
 	return out
 }
 
-// TestSeed003Experiment is seed 003's measured experiment: RF 3, min ISR 2.
-// One broker down: the ISR shrinks to 2 and acks=all writes go on. Two down:
-// acks=all fails with NOT_ENOUGH_REPLICAS while acks=1 succeeds. Both back:
-// the ISR grows to 3 again and every acks=all-acknowledged record reads back.
-//
-// Two controller-only voters keep the quorum alive when two of the three
-// brokers are down: in combined mode on three nodes, losing two would lose
-// the controller majority too, and no ISR could change at all.
-func TestSeed003Experiment(t *testing.T) {
-	tc := startClusterWith(t, 3, 2, nil)
-	two := "2"
-	tc.createTopic("exp", 1, 3, map[string]*string{"min.insync.replicas": &two})
-	all := tc.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(5*time.Second))
-	one := tc.client(kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.RecordDeliveryTimeout(5*time.Second))
-	var acked []string
-	write := func(cl *kgo.Client, v string) error {
-		_, err := produce(cl, "exp", v)
-		if err == nil && cl == all {
-			acked = append(acked, v)
-		}
-		return err
-	}
-	for i := 0; i < 10; i++ {
-		if err := write(all, fmt.Sprint("a", i)); err != nil {
-			t.Fatalf("healthy acks=all write: %v", err)
-		}
-	}
-	leader := int(tc.leader("exp", 0))
-	// Kill the followers, one at a time, as the seed does.
-	var followers []int
-	for id := 1; id <= 3; id++ {
-		if id != leader {
-			followers = append(followers, id)
-		}
-	}
-	tc.kill(followers[0])
-	tc.waitFor("ISR shrinks to 2", 10*time.Second, func() error {
-		if got := tc.isr("exp", 0); len(got) != 2 {
-			return fmt.Errorf("isr %v", got)
-		}
-		return nil
-	})
-	for i := 0; i < 10; i++ {
-		if err := write(all, fmt.Sprint("b", i)); err != nil {
-			t.Fatalf("acks=all write with ISR 2 >= min ISR 2: %v", err)
-		}
-	}
-	tc.kill(followers[1])
-	tc.waitFor("ISR shrinks to 1", 10*time.Second, func() error {
-		if got := tc.isr("exp", 0); len(got) != 1 {
-			return fmt.Errorf("isr %v", got)
-		}
-		return nil
-	})
-	// franz-go retries NOT_ENOUGH_REPLICAS until its delivery timeout, so
-	// the broker's answer is checked on a raw request.
-	if err := write(all, "c0"); err == nil {
-		t.Fatal("acks=all write with ISR 1 < min ISR 2 succeeded")
-	}
-	if code := tc.rawProduce("exp", -1, "c1"); code != kerr.NotEnoughReplicas.Code {
-		t.Fatalf("acks=all with ISR 1 < min ISR 2: error code %d, want NOT_ENOUGH_REPLICAS", code)
-	}
-	for i := 0; i < 5; i++ {
-		if err := write(one, fmt.Sprint("d", i)); err != nil {
-			t.Fatalf("acks=1 with ISR 1: %v", err)
-		}
-	}
-	tc.start(followers[0])
-	tc.start(followers[1])
-	tc.waitFor("ISR grows back to 3", 20*time.Second, func() error {
-		if got := tc.isr("exp", 0); len(got) != 3 {
-			return fmt.Errorf("isr %v", got)
-		}
-		return nil
-	})
-	got := tc.readAll("exp")
-	for _, v := range acked {
-		if !slices.Contains(got, v) {
-			t.Fatalf("acknowledged acks=all record %s missing from %v", v, got)
-		}
-	}
-	if slices.Contains(got, "c0") || slices.Contains(got, "c1") {
-		t.Fatalf("a write refused with NOT_ENOUGH_REPLICAS was stored: %v", got)
-	}
-}
-
 // rawProduce sends one record in a Produce request straight to partition 0's
 // leader and returns the partition's error code.
 func (tc *testCluster) rawProduce(topic string, acks int16, value string) int16 {
@@ -376,7 +289,7 @@ func (tc *testCluster) rawProduceWith(topic string, acks int16, value string, ti
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = storage.NewTestBatch(0, 0, []byte(value))
+	rp.Records = storage.NewBatch(0, 0, []byte(value))
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -121,11 +121,23 @@ func (c *Config) Defaults() {
 		c.ShutdownTimeout = 10 * time.Second
 	}
 	if c.TransactionVersion == 0 {
-		c.TransactionVersion = 2
+		c.TransactionVersion = DefaultTransactionVersion
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+}
+
+// DefaultTransactionVersion is a new Kafka 4 cluster's transaction.version.
+const DefaultTransactionVersion = 2
+
+// CheckTransactionVersion refuses a transaction.version the brokers do not
+// run; gregor's cluster settings check theirs with it too.
+func CheckTransactionVersion(v int16) error {
+	if v != 1 && v != 2 {
+		return fmt.Errorf("--transaction-version %d: give 1 (Kafka 3.x transactions) or 2 (KIP-890)", v)
+	}
+	return nil
 }
 
 // Validate refuses impossible configurations with the fix in the message.
@@ -139,8 +151,8 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("no data directory: give --data DIR")
 	}
-	if c.TransactionVersion != 1 && c.TransactionVersion != 2 {
-		return fmt.Errorf("transaction version %d: give --transaction-version 1 (Kafka 3.x transactions) or 2 (KIP-890)", c.TransactionVersion)
+	if err := CheckTransactionVersion(c.TransactionVersion); err != nil {
+		return err
 	}
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return fmt.Errorf("heartbeat interval %v >= session timeout %v: every broker would be fenced; lower --heartbeat-interval", c.HeartbeatInterval, c.SessionTimeout)

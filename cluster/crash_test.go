@@ -15,12 +15,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"gregor/cluster/invariant"
 	"gregor/cluster/storage"
 )
 
 // The test binary doubles as a broker process so that crash tests can
 // SIGKILL a real process: GREGOR_TEST_BROKER_DIR set means "be a broker".
 func TestMain(m *testing.M) {
+	invariant.Enable()
 	if dir := os.Getenv("GREGOR_TEST_BROKER_DIR"); dir != "" {
 		runChildBroker(dir)
 		return

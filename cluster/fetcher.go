@@ -13,6 +13,7 @@ import (
 
 	"gregor/cluster/kconn"
 	"gregor/cluster/replica"
+	"gregor/internal/sleep"
 )
 
 // Follower fetch tuning. Kafka's defaults: replica.fetch.wait.max.ms 500,
@@ -89,7 +90,7 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 			if err != nil {
 				log.Debug("follower dial", "err", err)
-				sleepCtx(ctx, replicaFetchBackoff)
+				sleep.For(ctx, replicaFetchBackoff)
 				continue
 			}
 		}
@@ -113,17 +114,8 @@ func (f *fetcher) run(ctx context.Context) {
 				conn.Close()
 				conn = nil
 			}
-			sleepCtx(ctx, replicaFetchBackoff)
+			sleep.For(ctx, replicaFetchBackoff)
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

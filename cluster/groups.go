@@ -85,21 +85,21 @@ func (l internalLog) LeaderEpoch() (int32, bool) {
 // Append writes the records as one uncompressed v2 batch with acks=all and
 // waits until the high watermark passes it.
 func (l internalLog) Append(ctx context.Context, epoch int32, recs []group.Record) (int64, *kerr.Error) {
-	tb := storage.TestBatch{Timestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
-	return l.append(ctx, epoch, tb, recs, replica.AppendOptions{Acks: -1})
+	b := storage.Batch{Timestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	return l.append(ctx, epoch, b, recs, replica.AppendOptions{Acks: -1})
 }
 
-// append writes recs as one batch shaped by tb, acks=all, in the given
+// append writes recs as one batch shaped by b, acks=all, in the given
 // leader epoch.
-func (l internalLog) append(ctx context.Context, epoch int32, tb storage.TestBatch, recs []group.Record, opts replica.AppendOptions) (int64, *kerr.Error) {
+func (l internalLog) append(ctx context.Context, epoch int32, b storage.Batch, recs []group.Record, opts replica.AppendOptions) (int64, *kerr.Error) {
 	if st := l.p.State(); st.Leader != l.b.cfg.NodeID || st.LeaderEpoch != epoch {
 		return 0, kerr.NotLeaderForPartition
 	}
 	for _, r := range recs {
-		tb.Keys = append(tb.Keys, r.Key)
-		tb.Values = append(tb.Values, r.Value)
+		b.Keys = append(b.Keys, r.Key)
+		b.Values = append(b.Values, r.Value)
 	}
-	res, e := l.p.AppendAsLeader(tb.Encode(), opts)
+	res, e := l.p.AppendAsLeader(b.Encode(), opts)
 	if e != nil {
 		return 0, e
 	}

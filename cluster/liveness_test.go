@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gregor/cluster/controller"
+	"gregor/cluster/meta"
 )
 
 // TestIsolatedControllerMajorityStaysLive: the active controller, which
@@ -75,9 +76,9 @@ func TestIsolatedControllerMajorityStaysLive(t *testing.T) {
 		}
 		done := !im.Brokers[old].Live()
 		for _, p := range im.Topics["live"].Partitions {
-			if p.Leader == controller.NoLeader {
+			if p.Leader == meta.NoLeader {
 				t.Fatalf("%v after the partition, image %d: partition %d has no leader with ISR %v",
-					time.Since(start).Round(time.Millisecond), im.Version, p.Partition, p.ISR)
+					time.Since(start).Round(time.Millisecond), im.Version, p.Index, p.ISR)
 			}
 			if p.Leader == old || slices.Contains(p.ISR, old) {
 				done = false

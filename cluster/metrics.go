@@ -1,11 +1,12 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"sort"
+	"slices"
 	"time"
 
 	"gregor/cluster/meta"
@@ -94,14 +95,8 @@ func (b *Broker) writeMetrics(w io.Writer) {
 	gauge(w, "kafka_server_replicamanager_partitioncount", "PartitionCount: replicas hosted here", parts)
 	counter(w, "kafka_server_replicamanager_isrshrinks_total", "IsrShrinksPerSec as a counter: ISR shrinks of partitions led here", b.stats.ISRShrinks.Load())
 	counter(w, "kafka_server_replicamanager_isrexpands_total", "IsrExpandsPerSec as a counter: ISR expansions of partitions led here", b.stats.ISRExpands.Load())
-	sort.Slice(lags, func(i, j int) bool {
-		if lags[i].topic != lags[j].topic {
-			return lags[i].topic < lags[j].topic
-		}
-		if lags[i].partition != lags[j].partition {
-			return lags[i].partition < lags[j].partition
-		}
-		return lags[i].replica < lags[j].replica
+	slices.SortFunc(lags, func(a, b lag) int {
+		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition), cmp.Compare(a.replica, b.replica))
 	})
 	const lagName = "kafka_server_replicafetchermanager_replicalag"
 	fmt.Fprintf(w, "# HELP %s ReplicaFetcherLag seen from the leader: offsets a follower is behind the leader's LEO\n# TYPE %s gauge\n", lagName, lagName)

@@ -20,7 +20,11 @@ type producerIDs struct {
 	mu   sync.Mutex
 	path string
 	node int64
-	// Invariant: next < limit, and limit is durably reserved.
+	// Invariant: 0 <= next <= limit, and limit is durably reserved. Both
+	// hold by construction and are not checked: open refuses a negative
+	// block, allocate reserves a new block before next would pass limit,
+	// and only a crash could show whether a write was durable
+	// (writeFileAtomic's fsync is what promises it).
 	next, limit int64
 }
 
@@ -30,6 +34,9 @@ func openProducerIDs(dir string, node int32) (*producerIDs, error) {
 	switch {
 	case err == nil:
 		v, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if perr == nil && v < 0 {
+			perr = fmt.Errorf("negative block start %d", v)
+		}
 		if perr != nil {
 			return nil, fmt.Errorf("reading %s: %w (delete it to restart producer ids at a fresh block)", p.path, perr)
 		}

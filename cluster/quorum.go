@@ -190,6 +190,18 @@ func (w slogWriter) Write(b []byte) (int, error) {
 // convert turns the controller's image into the broker's view, once per
 // version. A published meta.Image is never modified: readers hold it
 // without a lock.
+//
+// Why two images: controller.Image is the replicated state machine, what
+// raft agrees on and snapshots; it holds what only the controller needs
+// (a broker's ShuttingDown apart from Fenced, the count of topics ever
+// created that rotates assignments) and nothing that is not in the log.
+// meta.Image is what a broker serves and acts on: it adds what the log
+// does not hold (the active controller, raft's leadership; a topic's
+// Internal flag), folds Fenced and ShuttingDown into the one flag Metadata
+// needs, and is also made without any controller by a single broker
+// (localMeta), whose wire and replica layers must not depend on raft. The
+// partition, the part both sides reason about, is one type (meta.Partition)
+// and is shared, not copied: both images are immutable once published.
 func (q *quorum) convert(im *controller.Image) *meta.Image {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -207,12 +219,8 @@ func (q *quorum) convert(im *controller.Image) *meta.Image {
 		out.Brokers[id] = meta.Broker{ID: b.ID, Host: b.Host, Port: b.Port, Fenced: !b.Live(), Epoch: b.Epoch}
 	}
 	for name, t := range im.Topics {
-		mt := &meta.Topic{Name: name, ID: t.ID, Configs: t.Configs, Internal: strings.HasPrefix(name, "__")}
-		for _, p := range t.Partitions {
-			mt.Partitions = append(mt.Partitions, meta.Partition{Topic: name, Index: p.Partition,
-				Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch})
-		}
-		out.Topics[name] = mt
+		out.Topics[name] = &meta.Topic{Name: name, ID: t.ID, Configs: t.Configs, Internal: strings.HasPrefix(name, "__"),
+			Partitions: t.Partitions}
 	}
 	q.image, q.seen = out, im.Version
 	return out

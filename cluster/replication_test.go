@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -81,82 +79,6 @@ func (tc *testCluster) follower(topic string) int {
 	return -1
 }
 
-// TestISRRemovalPaths checks seed 003's three ways out of the ISR, each on
-// its own timer: a controlled shutdown (SIGTERM) leaves at once; a crash
-// (SIGKILL) leaves when the broker's session expires at the controller; a
-// live follower that stops fetching leaves after replica.lag.time.max.ms.
-func TestISRRemovalPaths(t *testing.T) {
-	t.Run("sigterm-immediate", func(t *testing.T) {
-		// A long session: only the controlled shutdown can explain a
-		// quick removal.
-		tc := startClusterWith(t, 3, 2, func(c *Config) { c.SessionTimeout = 20 * time.Second; c.HeartbeatInterval = 250 * time.Millisecond })
-		tc.createTopic("term", 1, 3, nil)
-		f := tc.follower("term")
-		start := time.Now()
-		tc.stop(f)
-		took := time.Since(start) + tc.waitISRWithout("term", int32(f), 10*time.Second)
-		if took > 10*time.Second/2 {
-			t.Fatalf("SIGTERM removal took %v: not immediate against a 20s session", took)
-		}
-	})
-	t.Run("sigkill-session-timeout", func(t *testing.T) {
-		const session = 3 * time.Second
-		tc := startClusterWith(t, 3, 2, func(c *Config) {
-			c.SessionTimeout = session
-			c.ReplicaLagMax = time.Minute
-			c.MetricsListen = net.JoinHostPort(hostOf(c.Listen), "0")
-		})
-		tc.createTopic("kill", 1, 3, nil)
-		f := tc.follower("kill")
-		leader := tc.brokers[tc.leader("kill", 0)-1]
-		tc.waitFor("healthy metrics", 10*time.Second, func() error {
-			m := scrape(t, leader)
-			if m["kafka_server_replicamanager_underreplicatedpartitions"] != 0 || m["kafka_server_replicamanager_leadercount"] != 1 {
-				return fmt.Errorf("metrics %v", m)
-			}
-			return nil
-		})
-		start := time.Now()
-		tc.kill(f)
-		tc.waitISRWithout("kill", int32(f), 4*session)
-		took := time.Since(start)
-		tc.waitFor("metrics show the shrink", 5*time.Second, func() error {
-			m := scrape(t, leader)
-			if m["kafka_server_replicamanager_underreplicatedpartitions"] != 1 || m["kafka_server_replicamanager_isrshrinks_total"] < 1 {
-				return fmt.Errorf("metrics %v", m)
-			}
-			return nil
-		})
-		// The controller fences at session expiry after the last heartbeat
-		// (one interval before the kill at most).
-		if took < session/2 || took > 3*session {
-			t.Fatalf("SIGKILL removal after %v, want about the %v session timeout", took, session)
-		}
-	})
-	t.Run("lagging-follower", func(t *testing.T) {
-		const lag = 1500 * time.Millisecond
-		tc := startClusterWith(t, 3, 2, func(c *Config) { c.SessionTimeout = 30 * time.Second; c.ReplicaLagMax = lag })
-		tc.createTopic("lag", 1, 3, nil)
-		leader, f := int(tc.leader("lag", 0)), tc.follower("lag")
-		// The follower stays alive and heartbeats (its session is long) but
-		// cannot fetch: a paused or slowed follower, as the leader sees it.
-		start := time.Now()
-		tc.block(f, leader)
-		tc.waitISRWithout("lag", int32(f), 20*time.Second)
-		took := time.Since(start)
-		if took < lag/2 || took > 10*lag {
-			t.Fatalf("lag removal after %v, want about replica.lag.time.max.ms %v (session is 30s)", took, lag)
-		}
-		tc.heal()
-		tc.waitFor("follower rejoins the ISR", 20*time.Second, func() error {
-			if !slices.Contains(tc.isr("lag", 0), int32(f)) {
-				return fmt.Errorf("isr %v", tc.isr("lag", 0))
-			}
-			return nil
-		})
-	})
-}
-
 // logBytes returns every batch of a replica's log, as stored.
 func logBytes(t *testing.T, b *Broker, topic string) []byte {
 	t.Helper()
@@ -178,162 +100,6 @@ func logBytes(t *testing.T, b *Broker, topic string) []byte {
 	return out
 }
 
-// TestSeed001Exercise3 is seed 001's exercise 3: HW 10, leader LEO 12, the
-// leader dies. Offsets 10-11 were never acknowledged to the acks=all
-// producer; the new leader writes its own 10-11; the old leader, back as a
-// follower, truncates them by leader epoch, and all three logs converge to
-// identical bytes.
-func TestSeed001Exercise3(t *testing.T) {
-	tc := startClusterWith(t, 3, 2, func(c *Config) { c.ReplicaLagMax = time.Minute })
-	two := "2"
-	tc.createTopic("ex3", 1, 3, map[string]*string{"min.insync.replicas": &two})
-	all := tc.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(10*time.Second))
-	for i := 0; i < 10; i++ {
-		if _, err := produce(all, "ex3", fmt.Sprint("acked-", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old := int(tc.leader("ex3", 0))
-	var others []int
-	for id := 1; id <= 3; id++ {
-		if id != old {
-			others = append(others, id)
-		}
-	}
-	tc.waitFor("followers at LEO 10", 10*time.Second, func() error {
-		for _, id := range others {
-			if _, _, leo := tc.brokers[id-1].Partition("ex3", 0).Offsets(); leo != 10 {
-				return fmt.Errorf("node %d LEO %d", id, leo)
-			}
-		}
-		return nil
-	})
-	tc.block(old, others...)
-	for i := 0; i < 2; i++ {
-		// acks=all with a short timeout: appended on the leader, never
-		// replicated, never acknowledged.
-		if code := tc.rawProduceTimeout("ex3", fmt.Sprint("unacked-", i), 300); code == 0 {
-			t.Fatalf("write %d was acknowledged although no follower could fetch it", i)
-		}
-	}
-	start, hw, leo := tc.brokers[old-1].Partition("ex3", 0).Offsets()
-	if start != 0 || hw != 10 || leo != 12 {
-		t.Fatalf("leader before the crash: HW %d LEO %d, want HW 10 LEO 12", hw, leo)
-	}
-	tc.kill(old)
-	tc.heal()
-	tc.waitFor("new leader elected", 10*time.Second, func() error {
-		if l := tc.leader("ex3", 0); l == int32(old) || l == meta.NoLeader {
-			return fmt.Errorf("leader %d", l)
-		}
-		return nil
-	})
-	for i := 0; i < 3; i++ {
-		if _, err := produce(all, "ex3", fmt.Sprint("new-", i)); err != nil {
-			t.Fatalf("write to the new leader: %v", err)
-		}
-	}
-	tc.start(old)
-	tc.waitFor("old leader back in the ISR", 20*time.Second, func() error {
-		if !slices.Contains(tc.isr("ex3", 0), int32(old)) {
-			return fmt.Errorf("isr %v", tc.isr("ex3", 0))
-		}
-		return nil
-	})
-	got := tc.readAll("ex3")
-	want := []string{}
-	for i := 0; i < 10; i++ {
-		want = append(want, fmt.Sprint("acked-", i))
-	}
-	want = append(want, "new-0", "new-1", "new-2")
-	if !slices.Equal(got, want) {
-		t.Fatalf("log after failover:\n got %v\nwant %v", got, want)
-	}
-	tc.waitFor("replica logs identical", 10*time.Second, func() error {
-		ref := logBytes(t, tc.brokers[others[0]-1], "ex3")
-		for id := 1; id <= 3; id++ {
-			if b := logBytes(t, tc.brokers[id-1], "ex3"); !bytes.Equal(b, ref) {
-				return fmt.Errorf("node %d's log (%d bytes) differs from node %d's (%d bytes)", id, len(b), others[0], len(ref))
-			}
-		}
-		return nil
-	})
-}
-
-// kip101Scenario plays the KIP-101 data-loss scenario with two failures on
-// RF 3. Leader A, followers X and Y. m is acknowledged; Y has m but its
-// HW still lags (the fetch response carrying the new HW is long-polling),
-// and Y is then cut off from the other brokers (not from the controller).
-// A dies; X is elected (it precedes Y in the replica order); Y starts
-// following X's new epoch and reconciles its log — by leader epoch it must
-// ask X (unreachable, so it keeps m), by its HW it drops m at once. X dies;
-// Y, still in the ISR, is elected. It returns whether m survived.
-func kip101Scenario(t *testing.T, bugs ...string) bool {
-	planted, err := ParseBugs(bugs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := startClusterWith(t, 3, 2, func(c *Config) { c.ReplicaLagMax = time.Minute; c.Bugs = planted })
-	tc.createTopic("kip101", 1, 3, nil)
-	all := tc.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(10*time.Second))
-	for i := 0; i < 5; i++ {
-		if _, err := produce(all, "kip101", fmt.Sprint("r", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st := tc.any().Image().Topics["kip101"].Partitions[0]
-	a := int(st.Leader)
-	var rest []int
-	for _, r := range st.Replicas {
-		if int(r) != a {
-			rest = append(rest, int(r))
-		}
-	}
-	x, y := rest[0], rest[1]
-	for attempt := 0; ; attempt++ {
-		if attempt == 5 {
-			t.Fatal("could not catch Y's HW behind the leader's in 5 attempts")
-		}
-		r, err := produce(all, "kip101", fmt.Sprint("m", attempt))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc.block(y, a, x)
-		_, hwY, leoY := tc.brokers[y-1].Partition("kip101", 0).Offsets()
-		if leoY == r.Offset+1 && hwY <= r.Offset {
-			break
-		}
-		tc.heal()
-		time.Sleep(time.Second)
-	}
-	acked := tc.readAll("kip101") // below A's HW: every acknowledged record
-	tc.kill(a)
-	tc.waitFor("X elected", 15*time.Second, func() error {
-		if l := tc.leader("kip101", 0); l != int32(x) {
-			return fmt.Errorf("leader %d", l)
-		}
-		return nil
-	})
-	// Give Y's fetcher for X's epoch time to reconcile (it cannot fetch).
-	time.Sleep(time.Second)
-	tc.kill(x)
-	tc.heal()
-	tc.waitFor("Y elected", 15*time.Second, func() error {
-		if l := tc.leader("kip101", 0); l != int32(y) {
-			return fmt.Errorf("leader %d (isr %v)", l, tc.isr("kip101", 0))
-		}
-		return nil
-	})
-	got := tc.readAll("kip101")
-	for _, v := range acked {
-		if !slices.Contains(got, v) {
-			t.Logf("acknowledged %s lost: Y holds %v", v, got)
-			return false
-		}
-	}
-	return true
-}
-
 // lastNext is the offset after the last of the batches in recs.
 func lastNext(t *testing.T, recs []byte) int64 {
 	t.Helper()
@@ -352,22 +118,6 @@ func lastNext(t *testing.T, recs []byte) int64 {
 func (tc *testCluster) rawProduceTimeout(topic, value string, timeoutMs int32) int16 {
 	tc.t.Helper()
 	return tc.rawProduceWith(topic, -1, value, timeoutMs)
-}
-
-// TestLeaderEpochTruncationKeepsAckedRecords: with leader-epoch truncation
-// the KIP-101 scenario loses nothing; with the planted pre-KIP-101 bug
-// (truncate to the HW) the acknowledged record is lost.
-func TestLeaderEpochTruncationKeepsAckedRecords(t *testing.T) {
-	t.Run("leader-epoch", func(t *testing.T) {
-		if !kip101Scenario(t) {
-			t.Fatal("an acknowledged record was lost with leader-epoch truncation")
-		}
-	})
-	t.Run("planted-truncate-to-hw", func(t *testing.T) {
-		if kip101Scenario(t, "truncate-to-hw") {
-			t.Fatal("the planted HW-truncation bug lost nothing: the scenario does not exercise it")
-		}
-	})
 }
 
 // TestUncleanElection: the follower is out of the ISR and acknowledged

@@ -239,7 +239,7 @@ func (l internalLog) AppendTxn(ctx context.Context, epoch int32, w group.TxnWrit
 			return 0, e
 		}
 	}
-	tb := storage.TestBatch{Timestamp: time.Now().UnixMilli(), ProducerID: w.ProducerID, ProducerEpoch: w.ProducerEpoch,
+	b := storage.Batch{Timestamp: time.Now().UnixMilli(), ProducerID: w.ProducerID, ProducerEpoch: w.ProducerEpoch,
 		BaseSequence: 0, Attributes: storage.AttrTransactional}
-	return l.append(ctx, epoch, tb, recs, replica.AppendOptions{Acks: -1, Origin: producer.Coordinator, Guard: guard})
+	return l.append(ctx, epoch, b, recs, replica.AppendOptions{Acks: -1, Origin: producer.Coordinator, Guard: guard})
 }

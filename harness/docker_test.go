@@ -130,11 +130,11 @@ func TestDockerRunCompletes(t *testing.T) {
 	if code != 0 && code != 1 && code != 3 {
 		t.Fatalf("gregor run exited %d (2 is bad input, other codes a harness error)", code)
 	}
-	dir := filepath.Join(store, "dkrun", LatestLink)
-	if _, err := os.Stat(filepath.Join(dir, ResultsFile)); err != nil {
+	dir := filepath.Join(store, "dkrun", history.LatestLink)
+	if _, err := os.Stat(filepath.Join(dir, history.ResultsFile)); err != nil {
 		t.Fatalf("no results.json: %v", err)
 	}
-	ops, _, _, err := history.ReadFile(filepath.Join(dir, HistoryFile))
+	ops, _, _, err := history.ReadFile(filepath.Join(dir, history.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestDockerRunSIGINT(t *testing.T) {
 	if left := leftovers(t, fmt.Sprintf("dkint-%d", seed%100000)); len(left) > 0 {
 		t.Fatalf("left behind after SIGINT: %v", left)
 	}
-	ops, _, _, err := history.ReadFile(filepath.Join(store, "dkint", LatestLink, HistoryFile))
+	ops, _, _, err := history.ReadFile(filepath.Join(store, "dkint", history.LatestLink, history.HistoryFile))
 	if err != nil || len(ops) == 0 {
 		t.Fatalf("history after SIGINT: %d ops, %v", len(ops), err)
 	}

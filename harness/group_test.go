@@ -13,7 +13,6 @@ import (
 	"gregor/nemesis"
 	"gregor/runtime/process"
 	"gregor/workloads/group"
-	"gregor/workloads/queue"
 )
 
 // groupTest is a short group-workload run on one broker (the faults hit
@@ -29,29 +28,17 @@ func groupTest(t *testing.T, name string, seed int64, kind nemesis.Kind, g group
 	if g.ProcessingTime == 0 {
 		g.ProcessingTime = 3 * time.Millisecond
 	}
-	partitions := 4
-	cfg := history.Config{Acks: "all", MinISR: 1, RF: 1, Partitions: partitions, Nemeses: []string{string(kind)},
-		Seed: seed, TimeLimit: history.Duration(6 * time.Second), Nodes: 1, FailureRate: g.FailureRate,
-		FailureHandling: g.FailureHandling, Assignor: g.Assignor, Static: g.Static}
-	cfg.AutoCommit, cfg.CommitMode = modeOf(g.CommitMode)
+	consumers := g.Consumers
+	g.Consumers = 0 // Config.Consumers counts them
 	return Test{
-		Name: name, Store: t.TempDir(), Runtime: process.Runtime{Dir: t.TempDir()},
-		Spec: testSpec(name, 1, 1), Brokers: 1, Config: cfg,
-		Topic:    TopicSpec{Name: "queue", Partitions: partitions, RF: 1, MinISR: 1},
-		Workload: queue.Config{Acks: "all", Retries: -1, DeliveryTimeout: 4 * time.Second, Rate: 200, Producers: 2, Seed: seed},
-		Group:    &g,
-		Nemesis:  NemesisOptions{Kinds: []nemesis.Kind{kind}, Interval: 2 * time.Second, Hold: time.Millisecond},
-		WarmUp:   time.Second, TimeLimit: 6 * time.Second,
-		RecoveryTimeout: 20 * time.Second, FinalReadTimeout: 20 * time.Second, CheckTimeout: 20 * time.Second,
+		Config: Config{Name: name, Store: t.TempDir(), Cluster: testCluster(1, 1), Partitions: 4, RF: 1,
+			Workload: WorkloadGroup, Acks: "all", Retries: -1, DeliveryTimeout: 4 * time.Second, Rate: 200,
+			Producers: 2, Consumers: consumers, Group: g, Seed: seed,
+			Nemeses: []string{string(kind)}, Interval: 2 * time.Second, Hold: time.Millisecond,
+			WarmUp: time.Second, TimeLimit: 6 * time.Second,
+			RecoveryTimeout: 20 * time.Second, FinalReadTimeout: 20 * time.Second},
+		Runtime: process.Runtime{Dir: t.TempDir()}, Binary: binary, CheckTimeout: 20 * time.Second,
 	}
-}
-
-func modeOf(mode string) (bool, string) {
-	c := group.Config{CommitMode: mode}
-	if mode == "" {
-		c.CommitMode = group.CommitAuto
-	}
-	return c.HistoryMode()
 }
 
 func runGroup(t *testing.T, tc Test) *Report {
@@ -126,7 +113,7 @@ func TestGroupExperimentBJoin(t *testing.T) {
 		t.Skip("an 8 s cluster run")
 	}
 	tc := groupTest(t, "join", 5, nemesis.ConsumerJoin, group.Config{CommitMode: group.CommitAfter, ProcessingTime: 5 * time.Millisecond})
-	tc.Nemesis.Interval = 4 * time.Second // one join within the 6 s
+	tc.Interval = 4 * time.Second // one join within the 6 s
 	rep := runGroup(t, tc)
 	g := rep.Result.Groups[0]
 	var join *checker.RebalanceFigure
@@ -141,7 +128,7 @@ func TestGroupExperimentBJoin(t *testing.T) {
 	if join.Moved == 0 || join.End < join.Start || join.LagPeak < join.LagBefore || join.UnownedTime <= 0 {
 		t.Errorf("join rebalance: %+v", *join)
 	}
-	html, err := os.ReadFile(filepath.Join(rep.Dir, ReportFile))
+	html, err := os.ReadFile(filepath.Join(rep.Dir, history.ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +149,7 @@ func TestGroupRollingRestartCooperativeStatic(t *testing.T) {
 	mk := func(name, assignor string, static bool) Test {
 		tc := groupTest(t, name, 9, nemesis.ConsumerRestart, group.Config{CommitMode: group.CommitAfter,
 			Assignor: assignor, Static: static, Consumers: 3, SessionTimeout: 3 * time.Second})
-		tc.Nemesis.Interval = 3 * time.Second
+		tc.Interval = 3 * time.Second
 		return tc
 	}
 	eager := runGroup(t, mk("eager", group.Range, false)).Result.Groups[0]

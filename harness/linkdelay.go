@@ -22,7 +22,9 @@ const MaxLinkDelay = 500 * time.Millisecond
 // Healing a fault removes every network rule of a node, so the delay is put
 // back after each Heal and Unslow (a restarted node keeps its rules: both
 // runtimes reapply them on Start). Invariant: outside a fault's own rules,
-// every node's links carry exactly d.
+// every node's links carry exactly d. Not checkable here: the rules live in
+// the runtime's network (tc qdiscs in containers or namespaces), which only
+// the runtime can read back.
 type standingDelay struct {
 	runtime.Cluster
 	d time.Duration

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,22 +48,18 @@ func mainWithBinary(m *testing.M) int {
 	return m.Run()
 }
 
-// testSpec is a cluster of n combined-mode brokers with short timeouts, as
-// `gregor run` builds it (cmd/gregor/up.go: clusterOpts.spec).
+// testCluster is n combined-mode brokers with gregor run's short timeouts.
+func testCluster(n, minISR int, extra ...string) ClusterConfig {
+	c := DefaultConfig().Cluster
+	c.Nodes, c.MinISR, c.AutoCreateTopics, c.BrokerArgs = n, minISR, false, extra
+	return c
+}
+
+// testSpec is testCluster as a runtime spec, for tests that boot a cluster
+// without a run.
 func testSpec(name string, n, minISR int, extra ...string) runtime.ClusterSpec {
-	args := []string{"--node-id", "{{.ID}}", "--listen", "{{.KafkaAddr}}", "--data", "{{.DataDir}}",
-		"--min-isr", strconv.Itoa(minISR), "--replica-lag-max", "3s", "--session-timeout", "3s",
-		"--default-rf", strconv.Itoa(min(3, n))}
-	if n > 1 {
-		args = append(args, "--voters", "{{.Peers}}", "--kafka-peers", "{{.KafkaPeers}}")
-	}
-	args = append(args, extra...)
-	spec := runtime.ClusterSpec{Name: name, KafkaPort: 9092, RaftPort: 9093, Binary: binary,
-		Labels: map[string]string{}, Ready: KafkaReady(n), ReadyTimeout: 30 * time.Second}
-	for i := 1; i <= n; i++ {
-		spec.Nodes = append(spec.Nodes, runtime.NodeSpec{ID: int32(i), Args: args})
-	}
-	return spec
+	c := testCluster(n, minISR, extra...)
+	return c.Spec(name, binary)
 }
 
 // startCluster boots a process cluster that the test closes.

@@ -8,22 +8,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/history"
 	"gregor/runtime"
 )
-
-// MetadataFile is the run's partition-state samples (history.MetadataSample
-// per line), streamed while the run goes.
-const MetadataFile = history.MetadataFile
 
 // Bounds of the sampler's timing. Faster than 100 ms would load the
 // brokers under test; slower than 5 s would miss most leader changes,
@@ -116,13 +108,13 @@ type MetadataSampler struct {
 	err     error // first write error; the sampler stops on it
 }
 
-// StartMetadataSampler starts sampling into dir/metadata.jsonl (created
-// anew) until Stop or ctx ends.
-func StartMetadataSampler(ctx context.Context, dir string, cfg SamplerConfig) (*MetadataSampler, error) {
+// StartMetadataSampler starts sampling into the run directory's
+// metadata.jsonl (created anew) until Stop or ctx ends.
+func StartMetadataSampler(ctx context.Context, dir history.RunDir, cfg SamplerConfig) (*MetadataSampler, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, MetadataFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(dir.Metadata(), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +196,7 @@ func (s *MetadataSampler) sample(ctx context.Context) history.MetadataSample {
 			continue
 		}
 		out.Time = time.Since(s.cfg.Epoch).Nanoseconds()
-		out.Broker, out.Controller = id, resp.ControllerID
+		out.Broker, out.Controller = id, resp.Controller
 		fill(&out, resp, s.cfg.Topic)
 		s.next = (idx + 1) % n
 		return out
@@ -215,57 +207,25 @@ func (s *MetadataSampler) sample(ctx context.Context) history.MetadataSample {
 	return out
 }
 
-func (s *MetadataSampler) ask(ctx context.Context, idx int) (*kmsg.MetadataResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
+func (s *MetadataSampler) ask(ctx context.Context, idx int) (*runtime.MetadataView, error) {
 	seeds := s.clients[idx].SeedBrokers()
 	if len(seeds) != 1 {
 		return nil, fmt.Errorf("client has %d seed brokers, want 1", len(seeds))
 	}
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(s.cfg.Topic)
-	req.Topics = append(req.Topics, rt)
-	kresp, err := seeds[0].Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	resp, ok := kresp.(*kmsg.MetadataResponse)
-	if !ok {
-		return nil, fmt.Errorf("metadata answered with %T", kresp)
-	}
-	return resp, nil
+	return runtime.AskMetadata(ctx, seeds[0], s.cfg.Timeout, s.cfg.Topic)
 }
 
-// fill copies the topic's partitions from resp into out.
-func fill(out *history.MetadataSample, resp *kmsg.MetadataResponse, topic string) {
-	for _, t := range resp.Topics {
-		if t.Topic == nil || *t.Topic != topic {
-			continue
-		}
-		if e := kerr.ErrorForCode(t.ErrorCode); e != nil {
-			out.TopicError = e.Error()
-			return
-		}
-		for _, p := range t.Partitions {
-			ps := history.PartitionState{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				Replicas: orEmpty(p.Replicas), ISR: orEmpty(p.ISR), Offline: p.OfflineReplicas}
-			if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
-				ps.Error = e.Error()
-			}
-			out.Partitions = append(out.Partitions, ps)
-		}
-		slices.SortFunc(out.Partitions, func(a, b history.PartitionState) int { return int(a.Partition - b.Partition) })
-		return
+// fill copies the topic's partitions from v into out.
+func fill(out *history.MetadataSample, v *runtime.MetadataView, topic string) {
+	t, ok := v.Topic(topic)
+	switch {
+	case !ok:
+		out.TopicError = "topic " + topic + " not in the answer"
+	case t.Error != "":
+		out.TopicError = t.Error
+	default:
+		out.Partitions = t.Partitions
 	}
-	out.TopicError = "topic " + topic + " not in the answer"
-}
-
-func orEmpty(s []int32) []int32 {
-	if s == nil {
-		return []int32{}
-	}
-	return slices.Clone(s)
 }
 
 // write appends one line and flushes it: a crash leaves whole lines and at
@@ -313,26 +273,18 @@ func (s *MetadataSampler) Counts() (samples, failed int) {
 	return s.samples, s.failed
 }
 
-// validateMetadata refuses a sampling interval out of bounds before boot.
-func (t *Test) validateMetadata() error {
-	if iv := t.MetadataInterval; iv != 0 && (iv < MinMetadataInterval || iv > MaxMetadataInterval) {
-		return fmt.Errorf("--metadata-interval %v: give %v to %v (0: %v)", iv, MinMetadataInterval, MaxMetadataInterval, DefaultMetadataInterval)
-	}
-	return nil
-}
-
 // startMetadata starts the run's sampler over the test's brokers (not the
 // controller-only voters, which serve no Metadata). A sampler that cannot
 // start is a note, not a failed run: the report then says it has no
 // samples.
-func (t *Test) startMetadata(ctx context.Context, c runtime.Cluster, dir string, epoch time.Time) (*MetadataSampler, error) {
+func (t *Test) startMetadata(ctx context.Context, c runtime.Cluster, dir history.RunDir, epoch time.Time) (*MetadataSampler, error) {
 	var brokers []runtime.NodeInfo
 	for _, n := range c.Nodes() {
-		if int(n.ID) <= t.Brokers {
+		if int(n.ID) <= t.Cluster.Nodes {
 			brokers = append(brokers, n)
 		}
 	}
-	s, err := StartMetadataSampler(ctx, dir, SamplerConfig{Topic: t.Topic.Name, Brokers: brokers, Epoch: epoch, Interval: t.MetadataInterval})
+	s, err := StartMetadataSampler(ctx, dir, SamplerConfig{Topic: t.Topic, Brokers: brokers, Epoch: epoch, Interval: t.MetadataInterval})
 	if err != nil {
 		return nil, fmt.Errorf("metadata sampler not started: %w", err)
 	}

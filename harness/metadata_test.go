@@ -72,8 +72,8 @@ func TestMetadataSamplerSeesFailover(t *testing.T) {
 	if err := CreateTopic(ctx, c.Bootstrap(), topic); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, MetadataFile)
+	dir := history.RunDir(t.TempDir())
+	path := dir.Metadata()
 	epoch := time.Now()
 	s, err := StartMetadataSampler(ctx, dir, SamplerConfig{Topic: "md", Brokers: c.Nodes(), Epoch: epoch,
 		Interval: 150 * time.Millisecond, Timeout: 400 * time.Millisecond})
@@ -219,13 +219,14 @@ func TestMetadataSamplerRefusesBadConfig(t *testing.T) {
 	} {
 		cfg := good
 		tc.mod(&cfg)
-		_, err := StartMetadataSampler(context.Background(), t.TempDir(), cfg)
+		_, err := StartMetadataSampler(context.Background(), history.RunDir(t.TempDir()), cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}
-	bad := Test{MetadataInterval: 10 * time.Millisecond}
-	if err := bad.validateMetadata(); err == nil || !strings.Contains(err.Error(), "--metadata-interval") {
+	bad := leaderKillTest(t, "md", "all", 1).Config
+	bad.MetadataInterval = 10 * time.Millisecond
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "--metadata-interval") {
 		t.Fatalf("Test with a 10ms interval: %v", err)
 	}
 }
@@ -288,7 +289,7 @@ func (b *syncBuffer) Bytes() []byte {
 // report that draws them.
 func checkMetadataStore(t *testing.T, tc Test, rep *Report, ops []history.Op) {
 	t.Helper()
-	samples := readSamples(t, filepath.Join(rep.Dir, MetadataFile))
+	samples := readSamples(t, history.RunDir(rep.Dir).Metadata())
 	if len(samples) == 0 {
 		t.Fatal("metadata.jsonl holds no sample")
 	}
@@ -312,7 +313,7 @@ func checkMetadataStore(t *testing.T, tc Test, rep *Report, ops []history.Op) {
 	if !moved {
 		t.Errorf("%d samples and no leader epoch above 0 under leader kills", len(samples))
 	}
-	b, err := os.ReadFile(filepath.Join(rep.Dir, ReportFile))
+	b, err := os.ReadFile(filepath.Join(rep.Dir, history.ReportFile))
 	if err != nil || !bytes.Contains(b, []byte(`id="metadata-chart"`)) {
 		t.Errorf("report.html has no metadata chart (%v)", err)
 	}

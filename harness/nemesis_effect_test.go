@@ -186,7 +186,7 @@ func (e *effectEnv) rawProduce(id int32, timeout time.Duration) (int16, error) {
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = "fx"
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = storage.NewTestBatch(0, 0, []byte("isolated"))
+	rp.Records = storage.NewBatch(0, 0, []byte("isolated"))
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+3*time.Second)

@@ -13,7 +13,6 @@ import (
 	"gregor/nemesis"
 	"gregor/runtime"
 	"gregor/runtime/process"
-	"gregor/workloads/queue"
 )
 
 // leaderKillTest is a short run killing partition leaders every few
@@ -21,17 +20,13 @@ import (
 func leaderKillTest(t *testing.T, name, acks string, minISR int) Test {
 	store := t.TempDir()
 	return Test{
-		Name: name, Store: store, Runtime: process.Runtime{Dir: t.TempDir()},
-		Spec: testSpec(name, 3, minISR), Brokers: 3,
-		Config: history.Config{Acks: acks, MinISR: minISR, RF: 3, Partitions: 3, Nemeses: []string{"kill"},
-			NemesisTarget: "leader", Seed: 11, TimeLimit: history.Duration(18 * time.Second), Nodes: 3, Fsync: "never"},
-		Topic: TopicSpec{Name: "queue", Partitions: 3, RF: 3, MinISR: minISR},
-		Workload: queue.Config{Acks: acks, Retries: -1, DeliveryTimeout: 4 * time.Second, Rate: 400,
-			Producers: 6, Consumers: 1, Seed: 11},
-		Nemesis: NemesisOptions{Kinds: []nemesis.Kind{nemesis.Kill}, Target: nemesis.TargetLeader,
-			Interval: 2 * time.Second, Hold: 3 * time.Second},
-		WarmUp: time.Second, TimeLimit: 18 * time.Second,
-		RecoveryTimeout: 30 * time.Second, FinalReadTimeout: 30 * time.Second,
+		Config: Config{Name: name, Store: store, Cluster: testCluster(3, minISR), Partitions: 3, RF: 3,
+			Acks: acks, Retries: -1, DeliveryTimeout: 4 * time.Second, Rate: 400, Producers: 6, Consumers: 1,
+			Nemeses: []string{string(nemesis.Kill)}, Target: string(nemesis.TargetLeader),
+			Interval: 2 * time.Second, Hold: 3 * time.Second, Seed: 11,
+			WarmUp: time.Second, TimeLimit: 18 * time.Second,
+			RecoveryTimeout: 30 * time.Second, FinalReadTimeout: 30 * time.Second},
+		Runtime: process.Runtime{Dir: t.TempDir()}, Binary: binary,
 		CheckTimeout: 20 * time.Second,
 	}
 }
@@ -39,20 +34,20 @@ func leaderKillTest(t *testing.T, name, acks string, minISR int) Test {
 // checkStore asserts the store's layout after a finished run.
 func checkStore(t *testing.T, tc Test, rep *Report) {
 	t.Helper()
-	for _, f := range []string{HistoryFile, ConfigFile, ResultsFile, filepath.Join(LogsDir, "node-1.log")} {
+	for _, f := range []string{history.HistoryFile, history.ConfigFile, history.ResultsFile, filepath.Join(history.LogsDir, "node-1.log")} {
 		if st, err := os.Stat(filepath.Join(rep.Dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("store: %s missing or empty (%v)", f, err)
 		}
 	}
-	latest, err := filepath.EvalSymlinks(filepath.Join(tc.Store, tc.Name, LatestLink))
+	latest, err := filepath.EvalSymlinks(filepath.Join(tc.Store, tc.Name, history.LatestLink))
 	if want, _ := filepath.EvalSymlinks(rep.Dir); err != nil || latest != want {
 		t.Errorf("latest -> %s (%v), want %s", latest, err, want)
 	}
-	cfg, err := history.ReadConfig(filepath.Join(rep.Dir, ConfigFile))
-	if err != nil || cfg.Seed != tc.Config.Seed || cfg.Runtime != "process" {
+	cfg, err := history.ReadConfig(filepath.Join(rep.Dir, history.ConfigFile))
+	if err != nil || cfg.Seed != tc.Seed || cfg.Runtime != "process" {
 		t.Errorf("test.json: %+v (%v)", cfg, err)
 	}
-	ops, _, _, err := history.ReadFile(filepath.Join(rep.Dir, HistoryFile))
+	ops, _, _, err := history.ReadFile(filepath.Join(rep.Dir, history.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,9 +139,9 @@ func TestValidateRefuses(t *testing.T) {
 		mut  func(*Test)
 		want string
 	}{
-		{func(tc *Test) { tc.Topic.MinISR = 3; tc.Topic.RF = 2 }, "lower --min-isr"},
-		{func(tc *Test) { tc.Topic.RF = 4 }, "raise --nodes"},
-		{func(tc *Test) { tc.Nemesis.Kinds = []nemesis.Kind{nemesis.PowerLoss} }, "add --lazyfs"},
+		{func(tc *Test) { tc.Cluster.MinISR = 3; tc.RF = 2 }, "lower --min-isr"},
+		{func(tc *Test) { tc.RF = 4 }, "raise --nodes"},
+		{func(tc *Test) { tc.Nemeses = []string{string(nemesis.PowerLoss)} }, "add --lazyfs"},
 		{func(tc *Test) { tc.TimeLimit = 0 }, "--time-limit"},
 	}
 	for _, c := range cases {

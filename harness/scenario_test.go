@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
@@ -17,11 +16,9 @@ import (
 // dedicatedSpec is n brokers and one controller-only node that alone votes
 // (gregor run --controllers 1 --dedicated-controllers).
 func dedicatedSpec(name string, n, minISR int, extra ...string) runtime.ClusterSpec {
-	spec := testSpec(name, n, minISR, append([]string{"--voters", "{{.Peers}}", "--kafka-peers", "{{.KafkaPeers}}",
-		"--quorum", strconv.Itoa(n + 1)}, extra...)...)
-	ctrl := append([]string(nil), spec.Nodes[0].Args...)
-	spec.Nodes = append(spec.Nodes, runtime.NodeSpec{ID: int32(n + 1), Args: append(ctrl, "--controller-only")})
-	return spec
+	c := testCluster(n, minISR, extra...)
+	c.Controllers, c.Dedicated = 1, true
+	return c.Spec(name, binary)
 }
 
 // phases runs one scenario step against a fresh 3-broker cluster with one

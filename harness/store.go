@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,26 +13,61 @@ import (
 	"gregor/runtime"
 )
 
-// Store layout, one directory per run:
-//
-//	<store>/<test>/<timestamp>/history.jsonl   written as it happens
-//	<store>/<test>/<timestamp>/test.json       the configuration, seed included
-//	<store>/<test>/<timestamp>/results.json    the checker's result
-//	<store>/<test>/<timestamp>/logs/node-N.log every broker's output
-//	<store>/<test>/latest -> <timestamp>
-const (
-	HistoryFile = "history.jsonl"
-	ConfigFile  = "test.json"
-	ResultsFile = "results.json"
-	// ReportFile is the self-contained HTML report of the run.
-	ReportFile = "report.html"
-	LogsDir    = "logs"
-	LatestLink = "latest"
-)
+// StoreError is a store that cannot be written: a read-only directory, a
+// full disk. The run stops (a history that lost lines must not be checked:
+// it would show records as lost); what was already written stays whole, but
+// for at most one torn last line (history.ReadRun drops it). gregor run
+// exits 4 on it.
+type StoreError struct {
+	Path string
+	Err  error
+}
 
-// runDir is one run's directory and its open history.
+func (e *StoreError) Error() string {
+	return fmt.Sprintf("store: cannot write %s: %v (free space on its disk, or give --store a writable directory)", e.Path, e.Err)
+}
+
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// storeErr wraps err, when not nil, as a StoreError on path.
+func storeErr(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*StoreError](err); ok {
+		return err
+	}
+	return &StoreError{Path: path, Err: err}
+}
+
+// writeFileAtomic writes path through a temporary file renamed over it, so
+// that a full disk leaves the old file (or none), never half a new one.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return storeErr(path, err)
+	}
+	err = write(tmp)
+	if serr := tmp.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return storeErr(path, err)
+	}
+	return nil
+}
+
+// runDir is one run's directory (history.RunDir names its files) and its
+// open history.
 type runDir struct {
-	path string
+	path history.RunDir
 	file *os.File
 	hist *history.Writer
 }
@@ -44,22 +80,23 @@ func openRunDir(store, test string, cfg *history.Config, now time.Time) (*runDir
 	stamp := now.UTC().Format("20060102T150405.000Z")
 	dir := filepath.Join(base, stamp)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, storeErr(dir, err)
 	}
-	if err := history.WriteConfig(filepath.Join(dir, ConfigFile), cfg); err != nil {
-		return nil, err
+	rd := history.RunDir(dir)
+	if err := history.WriteConfig(rd.Config(), cfg); err != nil {
+		return nil, storeErr(rd.Config(), err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, HistoryFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(rd.History(), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, storeErr(rd.History(), err)
 	}
 	// Replace latest atomically: a new symlink renamed over the old one.
 	tmp := filepath.Join(base, fmt.Sprintf(".latest-%d", os.Getpid()))
 	os.Remove(tmp)
 	if err := os.Symlink(stamp, tmp); err == nil {
-		os.Rename(tmp, filepath.Join(base, LatestLink))
+		os.Rename(tmp, filepath.Join(base, history.LatestLink))
 	}
-	return &runDir{path: dir, file: f, hist: history.NewWriter(f, history.DefaultFlushInterval)}, nil
+	return &runDir{path: rd, file: f, hist: history.NewWriter(f, history.DefaultFlushInterval)}, nil
 }
 
 // close flushes and syncs the history.
@@ -71,21 +108,20 @@ func (d *runDir) close() error {
 	if cerr := d.file.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return storeErr(d.path.History(), err)
 }
 
 // MaxLogBytes bounds one node's saved log.
 const MaxLogBytes = 64 << 20
 
 // saveLogs copies every node's output to logs/node-N.log.
-func saveLogs(ctx context.Context, c runtime.Cluster, dir string) error {
-	ld := filepath.Join(dir, LogsDir)
-	if err := os.MkdirAll(ld, 0o755); err != nil {
+func saveLogs(ctx context.Context, c runtime.Cluster, dir history.RunDir) error {
+	if err := os.MkdirAll(dir.Logs(), 0o755); err != nil {
 		return err
 	}
 	var first error
 	for _, n := range c.Nodes() {
-		if err := saveLog(ctx, c, n.ID, filepath.Join(ld, fmt.Sprintf("node-%d.log", n.ID))); err != nil && first == nil {
+		if err := saveLog(ctx, c, n.ID, dir.NodeLog(n.ID)); err != nil && first == nil {
 			first = fmt.Errorf("logs of node %d: %w", n.ID, err)
 		}
 	}

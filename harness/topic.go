@@ -9,7 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/sleep"
+	"gregor/runtime"
 )
 
 // TopicSpec is the topic a test writes to.
@@ -59,7 +61,7 @@ func CreateTopic(ctx context.Context, bootstrap []string, t TopicSpec) error {
 			err = r.Err
 		}
 		last = err
-		sleepCtx(ctx, 200*time.Millisecond)
+		sleep.For(ctx, 200*time.Millisecond)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("create topic %s: %w (last: %v)", t.Name, ctx.Err(), last)
@@ -84,49 +86,44 @@ func WaitHealthy(ctx context.Context, bootstrap []string, t TopicSpec) error {
 		if last = healthy(ctx, cl, t); last == nil {
 			return nil
 		}
-		if !sleepCtx(ctx, 200*time.Millisecond) {
+		if !sleep.For(ctx, 200*time.Millisecond) {
 			return fmt.Errorf("topic %s not healthy: %v", t.Name, last)
 		}
 	}
 }
 
-func topicMetadata(ctx context.Context, r kmsg.Requestor, topic string) (*kmsg.MetadataResponse, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	return req.RequestWith(ctx, r)
-}
-
 func healthy(ctx context.Context, cl *kgo.Client, t TopicSpec) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	md, err := topicMetadata(ctx, cl, t.Name)
+	md, err := runtime.AskMetadata(ctx, cl, 3*time.Second, t.Name)
 	if err != nil {
 		return err
 	}
+	if len(md.Brokers) == 0 {
+		return fmt.Errorf("metadata lists no broker")
+	}
 	leaders := map[int32]int32{}
 	for _, b := range md.Brokers {
-		resp, err := topicMetadata(ctx, cl.Broker(int(b.NodeID)), t.Name)
+		v, err := runtime.AskMetadata(ctx, cl.Broker(int(b)), 3*time.Second, t.Name)
 		if err != nil {
-			return fmt.Errorf("broker %d: %w", b.NodeID, err)
+			return fmt.Errorf("broker %d: %w", b, err)
 		}
-		if len(resp.Topics) != 1 {
-			return fmt.Errorf("broker %d: %d topics for %s", b.NodeID, len(resp.Topics), t.Name)
+		if len(v.Topics) != 1 {
+			return fmt.Errorf("broker %d: %d topics for %s", b, len(v.Topics), t.Name)
 		}
-		td := resp.Topics[0]
-		if e := kerr.ErrorForCode(td.ErrorCode); e != nil {
-			return fmt.Errorf("broker %d: topic %s: %v", b.NodeID, t.Name, e)
+		td := v.Topics[0]
+		if td.Error != "" {
+			return fmt.Errorf("broker %d: topic %s: %s", b, t.Name, td.Error)
 		}
 		if len(td.Partitions) != t.Partitions {
-			return fmt.Errorf("broker %d: topic %s has %d partitions of %d", b.NodeID, t.Name, len(td.Partitions), t.Partitions)
+			return fmt.Errorf("broker %d: topic %s has %d partitions of %d", b, t.Name, len(td.Partitions), t.Partitions)
 		}
 		for _, p := range td.Partitions {
 			if p.Leader < 0 {
-				return fmt.Errorf("broker %d: %s/%d has no leader", b.NodeID, t.Name, p.Partition)
+				return fmt.Errorf("broker %d: %s/%d has no leader", b, t.Name, p.Partition)
 			}
 			if len(p.ISR) < t.RF {
-				return fmt.Errorf("broker %d: %s/%d ISR %v of %d replicas", b.NodeID, t.Name, p.Partition, p.ISR, t.RF)
+				return fmt.Errorf("broker %d: %s/%d ISR %v of %d replicas", b, t.Name, p.Partition, p.ISR, t.RF)
 			}
 			if l, ok := leaders[p.Partition]; ok && l != p.Leader {
 				return fmt.Errorf("%s/%d: brokers disagree on the leader (%d, %d)", t.Name, p.Partition, l, p.Leader)
@@ -134,20 +131,5 @@ func healthy(ctx context.Context, cl *kgo.Client, t TopicSpec) error {
 			leaders[p.Partition] = p.Leader
 		}
 	}
-	if len(md.Brokers) == 0 {
-		return fmt.Errorf("metadata lists no broker")
-	}
 	return nil
-}
-
-// sleepCtx sleeps d unless ctx ends first; it reports whether ctx is alive.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -29,34 +29,15 @@ type Workload interface {
 // (nemesis.Runner.Clients); nil for workloads without consumer groups.
 type clientSteps func(ctx context.Context, k nemesis.Kind) ([]int, error)
 
-// workloadName is the workload test.json records.
-func (t *Test) workloadName() string {
-	if t.Group != nil {
-		return "group"
-	}
-	return "queue"
-}
-
-// validateWorkload refuses nemeses the workload cannot take.
-func (t *Test) validateWorkload() error {
-	for _, k := range t.Nemesis.Kinds {
-		if nemesis.GroupOnly(k) && t.Group == nil {
-			return fmt.Errorf("--nemesis %s acts on a consumer group: add --workload group", k)
-		}
-	}
-	return nil
-}
-
-// newWorkload builds the test's workload on wcfg (the producers', with
-// bootstrap and topic filled in): the group workload when t.Group is set.
-func (t *Test) newWorkload(wcfg queue.Config, h *history.Writer, epoch time.Time) (Workload, clientSteps, error) {
-	if t.Group == nil {
-		wl, err := queue.New(wcfg, h, epoch)
+// newWorkload builds the test's workload on the brokers of bootstrap: the
+// group workload for Workload "group".
+func (t *Test) newWorkload(bootstrap []string, h *history.Writer, epoch time.Time) (Workload, clientSteps, error) {
+	producers := t.queueConfig(bootstrap)
+	if t.Workload != WorkloadGroup {
+		wl, err := queue.New(producers, h, epoch)
 		return wl, nil, err
 	}
-	gcfg := *t.Group
-	gcfg.Queue = wcfg
-	wl, err := group.New(gcfg, h, epoch)
+	wl, err := group.New(producers, t.groupConfig(), h, epoch)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 )
 
-// The DESIGN section 4 example, verbatim: it must decode and re-encode byte for byte.
+// The DESIGN.md section 4 example, verbatim (TestDesignExampleIsDESIGNs
+// holds it to the file): it must decode and re-encode byte for byte.
 const designExample = `{"index":0,"time":1200345,"process":0,"type":"invoke","f":"send","value":[["send","t/0",17]]}
 {"index":1,"time":1900120,"process":0,"type":"ok","f":"send","value":[["send","t/0",[42,17]]]}
 {"index":2,"time":2000000,"process":1,"type":"invoke","f":"assign","value":["t/0","t/1"]}
@@ -22,6 +25,29 @@ const designExample = `{"index":0,"time":1200345,"process":0,"type":"invoke","f"
 {"index":8,"time":2600000,"process":2,"type":"ok","f":"process","value":{"t/0":[[42,17]]},"group":"g"}
 {"index":9,"time":2700000,"process":0,"type":"fail","f":"send","value":[["send","t\"/1",18]],"error":"NOT_ENOUGH_REPLICAS"}
 `
+
+// The example above is the one DESIGN.md section 4 shows: the contract's
+// example is the one the codec is tested with.
+func TestDesignExampleIsDESIGNs(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "DESIGN.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	sec := strings.Index(doc, "## 4. History format")
+	if sec < 0 {
+		t.Fatal("DESIGN.md has no section 4, History format")
+	}
+	start := strings.Index(doc[sec:], "```\n")
+	if start < 0 {
+		t.Fatal("DESIGN.md section 4 has no example block")
+	}
+	block := doc[sec+start+4:]
+	block = block[:strings.Index(block, "```")]
+	if block != designExample {
+		t.Fatalf("DESIGN.md section 4's example differs from the one the codec is tested with:\n%s\nwant\n%s", block, designExample)
+	}
+}
 
 func TestRoundTripDesignExample(t *testing.T) {
 	ops, lines, warns, err := ReadAll(strings.NewReader(designExample))

@@ -12,7 +12,7 @@ import (
 // anomalies the configuration allows.
 type Config struct {
 	// Acks is the producer's acks: "0", "1" or "all" (the strings Kafka's
-	// producer config takes; "-1" is accepted as "all" by Normalize).
+	// producer config takes; "-1" is read as "all", see ParseAcks).
 	Acks   string `json:"acks"`
 	MinISR int    `json:"min_isr"` // min.insync.replicas
 	RF     int    `json:"rf"`      // replication factor
@@ -66,17 +66,29 @@ type Config struct {
 	PlantedBugs []string `json:"planted_bugs,omitempty"`
 }
 
+// ParseAcks is the one place a producer acks setting is spelled out: "0",
+// "1" or "all", and "-1", which Kafka's ProducerConfig takes as another
+// spelling of "all" (acks=-1), canonicalised to "all".
+func ParseAcks(s string) (string, error) {
+	switch s {
+	case "0", "1", "all":
+		return s, nil
+	case "-1":
+		return "all", nil
+	}
+	return "", fmt.Errorf("acks %q: give 0, 1 or all", s)
+}
+
 // Normalize canonicalises spellings (acks "-1" -> "all") and checks values.
 func (c *Config) Normalize() error {
-	switch c.Acks {
-	case "-1", "all":
-		c.Acks = "all"
-	case "0", "1":
-	case "":
+	if c.Acks == "" {
 		return fmt.Errorf("config: acks is missing (want \"0\", \"1\" or \"all\")")
-	default:
-		return fmt.Errorf("config: acks %q: want \"0\", \"1\" or \"all\"", c.Acks)
 	}
+	acks, err := ParseAcks(c.Acks)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	c.Acks = acks
 	switch c.CommitMode {
 	case "", "after-processing", "before-processing", "on-revoked":
 	default:

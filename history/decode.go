@@ -20,7 +20,8 @@ type decoder struct {
 	spans []recSpan
 	recs  []Record
 	// intern maps a string's bytes to one shared copy.
-	// Invariant: len(intern) <= maxInterned, so hostile input cannot grow it without bound.
+	// Invariant: len(intern) <= maxInterned, so hostile input cannot grow it without bound
+	// (makeString, its one writer, stops adding at the bound).
 	intern map[string]string
 }
 

@@ -21,8 +21,10 @@ const (
 	RebalanceLeave    = "leave"    // it closes cleanly (a rolling restart); no later op
 )
 
-// Rebalance is the value of a "rebalance" line. Invariant: Event is one of
-// the Rebalance* constants; Keys is non-nil for assigned, revoked and lost.
+// Rebalance is the value of a "rebalance" line. Invariant (checked by
+// ParseRebalance): Event is one of the Rebalance* constants. Keys lists the
+// keys of assigned, revoked and lost; it may be empty (a consumer assigned
+// nothing), and then decodes as nil (omitempty), so nil is not an error.
 type Rebalance struct {
 	Event string   `json:"event"`
 	Keys  []string `json:"keys,omitempty"`

@@ -16,9 +16,6 @@ import (
 // controller answers with the metadata it last had, so every sample names
 // the broker that answered.
 
-// MetadataFile is the file's name in a run directory.
-const MetadataFile = "metadata.jsonl"
-
 // MetadataSample is one line of metadata.jsonl.
 type MetadataSample struct {
 	// Time is when the answer arrived (or the sample gave up), in ns since
@@ -66,9 +63,9 @@ const MaxMetadataSamples = 400_000
 // partitions is far below it).
 const maxMetadataLine = 16 << 20
 
-// ReadMetadata reads metadata.jsonl. A truncated last line (the harness
-// crashed mid-write) is dropped with a warning; any other unreadable line is
-// an error naming it.
+// ReadMetadata reads metadata.jsonl by ReadRun's policy: a truncated last
+// line (the harness crashed mid-write) is dropped with a warning; any other
+// unreadable line is a *ParseError naming it.
 func ReadMetadata(r io.Reader) (samples []MetadataSample, warnings []string, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var full []byte
@@ -83,7 +80,7 @@ func ReadMetadata(r io.Reader) (samples []MetadataSample, warnings []string, err
 				break
 			}
 			if len(full) > maxMetadataLine {
-				return samples, warnings, fmt.Errorf("metadata line %d: longer than %d bytes", line, maxMetadataLine)
+				return samples, warnings, &ParseError{Line: line, Msg: fmt.Sprintf("longer than %d bytes", maxMetadataLine)}
 			}
 		}
 		if rerr != nil && rerr != io.EOF {
@@ -94,13 +91,13 @@ func ReadMetadata(r io.Reader) (samples []MetadataSample, warnings []string, err
 			var s MetadataSample
 			if err := json.Unmarshal(t, &s); err != nil {
 				if last && full[len(full)-1] != '\n' {
-					warnings = append(warnings, fmt.Sprintf("metadata line %d: truncated last line dropped (the run stopped mid-write)", line))
+					warnings = append(warnings, fmt.Sprintf("line %d: truncated last line dropped (the run stopped mid-write)", line))
 					return samples, warnings, nil
 				}
-				return samples, warnings, fmt.Errorf("metadata line %d: %v", line, err)
+				return samples, warnings, &ParseError{Line: line, Msg: err.Error()}
 			}
 			if len(samples) == MaxMetadataSamples {
-				warnings = append(warnings, fmt.Sprintf("metadata: more than %d samples; the rest (from line %d) dropped", MaxMetadataSamples, line))
+				warnings = append(warnings, fmt.Sprintf("line %d: more than %d samples; the rest dropped", line, MaxMetadataSamples))
 				return samples, warnings, nil
 			}
 			samples = append(samples, s)
@@ -111,9 +108,9 @@ func ReadMetadata(r io.Reader) (samples []MetadataSample, warnings []string, err
 	}
 }
 
-// ReadMetadataFile reads a metadata.jsonl file. A missing file is an error
-// that satisfies errors.Is(err, fs.ErrNotExist): runs recorded before the
-// sampler existed have none.
+// ReadMetadataFile reads a metadata.jsonl file; its errors and warnings
+// name the file. A missing file is an error that satisfies errors.Is(err,
+// fs.ErrNotExist): runs recorded before the sampler existed have none.
 func ReadMetadataFile(path string) ([]MetadataSample, []string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -121,8 +118,6 @@ func ReadMetadataFile(path string) ([]MetadataSample, []string, error) {
 	}
 	defer f.Close()
 	s, w, err := ReadMetadata(f)
-	if err != nil {
-		return s, w, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, w, nil
+	w, err = inFile(path, w, err)
+	return s, w, err
 }

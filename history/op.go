@@ -1,5 +1,5 @@
 // Package history holds the operation types of a gregor test history and
-// their JSON Lines codec (DESIGN section 4). Everything that records or reads
+// their JSON Lines codec (DESIGN.md section 4). Everything that records or reads
 // a history imports it: workloads and the nemesis write, the checker and the
 // reports read.
 //
@@ -74,7 +74,8 @@ func ParseType(s string) (Type, bool) {
 }
 
 // Process identifies who ran an operation: a client id (>= 0) or the nemesis.
-// Invariant: a Process is >= 0 or equal to Nemesis.
+// Invariant: a Process is >= 0 or equal to Nemesis (the decoder refuses
+// anything else; writers make only client ids and Nemesis).
 type Process int
 
 // Nemesis is the process of fault operations; it marshals as "nemesis".
@@ -87,7 +88,7 @@ func (p Process) String() string {
 	return fmt.Sprint(int(p))
 }
 
-// Well-known values of Op.F. Nemesis verbs are free strings.
+// Well-known values of Op.F. Nemesis verbs are the vocabulary of nemesis.go.
 const (
 	FSend      = "send"
 	FPoll      = "poll"
@@ -133,7 +134,8 @@ type KeyOffset struct {
 type Mop struct {
 	Kind MopKind
 	// Send: the key and value written, and the offset the broker acknowledged
-	// it at. Invariant: Offset >= 0 or Offset == NoOffset.
+	// it at. Invariant: Offset >= 0 or Offset == NoOffset (the decoder maps a
+	// negative offset to NoOffset).
 	Key    string
 	Value  int64
 	Offset int64

@@ -9,13 +9,32 @@ import (
 	"os"
 )
 
-// ParseError says which line of a history is unusable and why.
+// ParseError says which line of a run file (a history, metadata.jsonl) is
+// unusable and why: damage, not a torn last line (see ReadRun's policy).
 type ParseError struct {
-	Line int // 1-based
+	File string // the file's path; "" when read from a stream
+	Line int    // 1-based
 	Msg  string
 }
 
-func (e *ParseError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+func (e *ParseError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: line %d: %s", e.File, e.Line, e.Msg)
+}
+
+// inFile names path in a reader's error and warnings.
+func inFile(path string, warnings []string, err error) ([]string, error) {
+	for i, w := range warnings {
+		warnings[i] = path + ": " + w
+	}
+	// A read error (*fs.PathError) names the file already.
+	if pe, ok := errors.AsType[*ParseError](err); ok && pe.File == "" {
+		pe.File = path
+	}
+	return warnings, err
+}
 
 // MaxLineBytes bounds one line; a longer one is reported, not buffered.
 const MaxLineBytes = 64 << 20
@@ -135,7 +154,7 @@ func readAll(rd io.Reader, sizeHint int) (ops []Op, lines []int, warnings []stri
 	}
 }
 
-// ReadFile reads a history file.
+// ReadFile reads a history file; its errors and warnings name the file.
 func ReadFile(path string) (ops []Op, lines []int, warnings []string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -147,5 +166,7 @@ func ReadFile(path string) (ops []Op, lines []int, warnings []string, err error)
 		// ~100 bytes a line; bounded so a huge file cannot reserve absurd memory up front.
 		hint = int(min(st.Size()/100+1, 1<<24))
 	}
-	return readAll(f, hint)
+	ops, lines, warnings, err = readAll(f, hint)
+	warnings, err = inFile(path, warnings, err)
+	return ops, lines, warnings, err
 }

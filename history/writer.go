@@ -24,13 +24,34 @@ type Writer struct {
 	interval time.Duration
 	timer    *time.Timer // armed while unflushed data exists; nil otherwise
 	err      error       // first write error; sticky
+	failed   chan struct{} // closed when err is set
 	closed   bool
 }
 
 // NewWriter writes to w, flushing at most flushInterval after a write;
 // flushInterval <= 0 flushes after every line.
 func NewWriter(w io.Writer, flushInterval time.Duration) *Writer {
-	return &Writer{w: bufio.NewWriterSize(w, 64<<10), interval: flushInterval}
+	return &Writer{w: bufio.NewWriterSize(w, 64<<10), interval: flushInterval, failed: make(chan struct{})}
+}
+
+// fail records the first write error. Caller holds mu.
+func (w *Writer) fail(err error) {
+	if w.err == nil {
+		w.err = err
+		close(w.failed)
+	}
+}
+
+// Failed is closed when a write fails: the history is incomplete from then
+// on, and a run must stop rather than check it (a check of a history that
+// lacks its final reads would report records as lost).
+func (w *Writer) Failed() <-chan struct{} { return w.failed }
+
+// Err is the first write error, or nil.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
 
 // ErrClosed is returned by writes after Close.
@@ -49,13 +70,13 @@ func (w *Writer) Write(op Op) (int64, error) {
 	op.Index = w.next
 	w.line = append(AppendJSON(w.line[:0], &op), '\n')
 	if _, err := w.w.Write(w.line); err != nil {
-		w.err = err
+		w.fail(err)
 		return -1, err
 	}
 	w.next++
 	if w.interval <= 0 {
 		if err := w.w.Flush(); err != nil {
-			w.err = err
+			w.fail(err)
 			return -1, err
 		}
 		return op.Index, nil
@@ -74,7 +95,7 @@ func (w *Writer) timedFlush() {
 		return
 	}
 	if err := w.w.Flush(); err != nil {
-		w.err = err
+		w.fail(err)
 	}
 }
 
@@ -86,7 +107,7 @@ func (w *Writer) Flush() error {
 		return w.err
 	}
 	if err := w.w.Flush(); err != nil {
-		w.err = err
+		w.fail(err)
 	}
 	return w.err
 }
@@ -105,7 +126,7 @@ func (w *Writer) Close() error {
 	}
 	if w.err == nil {
 		if err := w.w.Flush(); err != nil {
-			w.err = err
+			w.fail(err)
 		}
 	}
 	return w.err

@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"gregor/checker"
+	"gregor/harness"
 	"gregor/history"
 	"gregor/reports"
 )
@@ -26,6 +29,59 @@ type Runner struct {
 	// ExtraArgs go to every `gregor run` (e.g. --runtime process).
 	ExtraArgs []string
 	Progress  io.Writer
+	// Resume reuses the cells an earlier, interrupted run of the same
+	// matrix into Out finished (cellRecord, same arguments) and runs the
+	// rest afresh.
+	Resume bool
+}
+
+// cellRecordFile, in a cell's directory, is the cell's outcome, written
+// (atomically) only once the cell ran to its end: its presence is what
+// "finished" means to Resume.
+const cellRecordFile = "cell.json"
+
+// cellRecord is what a finished cell leaves for Resume.
+type cellRecord struct {
+	// Args are the `gregor run` arguments the cell ran with: a cell whose
+	// arguments changed (the matrix file or the flags did) is run again.
+	Args []string     `json:"args"`
+	Cell reports.Cell `json:"cell"`
+}
+
+// cellArgs are the arguments of cell c's `gregor run`.
+func (r *Runner) cellArgs(c Cell) []string {
+	args := append(append([]string{"run"}, c.Args...), r.ExtraArgs...)
+	return append(args, "--store", r.cellDir(c), "--name", "run")
+}
+
+func (r *Runner) cellDir(c Cell) string { return filepath.Join(r.Out, "runs", c.ID) }
+
+// finished returns the stored outcome of a cell an earlier run finished
+// with the same arguments.
+func (r *Runner) finished(c Cell) (reports.Cell, bool) {
+	b, err := os.ReadFile(filepath.Join(r.cellDir(c), cellRecordFile))
+	if err != nil {
+		return reports.Cell{}, false
+	}
+	var rec cellRecord
+	if json.Unmarshal(b, &rec) != nil || !slices.Equal(rec.Args, r.cellArgs(c)) {
+		return reports.Cell{}, false
+	}
+	return rec.Cell, true
+}
+
+// record stores a finished cell's outcome for Resume.
+func (r *Runner) record(c Cell, out reports.Cell) error {
+	b, err := json.MarshalIndent(cellRecord{Args: r.cellArgs(c), Cell: out}, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(r.cellDir(c), cellRecordFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // cellTimeout bounds one cell: its fault phase three times over plus boot,
@@ -74,6 +130,11 @@ func (r *Runner) Run(ctx context.Context, cells []Cell) []reports.Cell {
 				progress()
 				mu.Unlock()
 				res := r.runCell(ctx, cells[i])
+				if ctx.Err() == nil {
+					if err := r.record(cells[i], res); err != nil && r.Progress != nil {
+						fmt.Fprintf(r.Progress, "\ncell %s: %v (a --resume will run it again)\n", cells[i].ID, err)
+					}
+				}
 				mu.Lock()
 				out[i] = res
 				delete(current, cells[i].ID)
@@ -84,6 +145,14 @@ func (r *Runner) Run(ctx context.Context, cells []Cell) []reports.Cell {
 		}()
 	}
 	for i := range cells {
+		if r.Resume {
+			if done, ok := r.finished(cells[i]); ok {
+				out[i] = done
+				continue
+			}
+			// Whatever an interrupted attempt left is not this cell's run.
+			os.RemoveAll(r.cellDir(cells[i]))
+		}
 		if ctx.Err() != nil {
 			out[i] = reports.Cell{Config: cells[i].Label, Nemesis: cells[i].Nemesis.Name, Seed: cells[i].Seed, Valid: "crashed", Log: "matrix interrupted before this cell ran"}
 			continue
@@ -100,7 +169,7 @@ func (r *Runner) Run(ctx context.Context, cells []Cell) []reports.Cell {
 
 func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 	cell := reports.Cell{Config: c.Label, Nemesis: c.Nemesis.Name, Seed: c.Seed}
-	dir := filepath.Join(r.Out, "runs", c.ID)
+	dir := r.cellDir(c)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		cell.Valid, cell.Log = "crashed", err.Error()
 		return cell
@@ -112,8 +181,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 		return cell
 	}
 	defer logf.Close()
-	args := append(append([]string{"run"}, c.Args...), r.ExtraArgs...)
-	args = append(args, "--store", dir, "--name", "run")
+	args := r.cellArgs(c)
 	fmt.Fprintf(logf, "gregor %s\n", strings.Join(args, " "))
 	cctx, cancel := context.WithTimeout(ctx, cellTimeout(c))
 	defer cancel()
@@ -122,6 +190,10 @@ func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 	// A SIGINT to the matrix reaches the run (same process group) and it
 	// tears its cluster down; a timeout kills it.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	// A matrix that dies (SIGKILL included) takes its runs with it: SIGTERM
+	// makes a run tear its cluster down and keep its history, so that a
+	// --resume never finds an orphan still writing into a cell.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.WaitDelay = time.Minute
 	runErr := cmd.Run()
 	code := 0
@@ -131,20 +203,23 @@ func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 	} else if runErr != nil {
 		code = -1
 	}
-	runDir, err := latestRun(filepath.Join(dir, "run"))
+	runDir, err := history.LatestRun(filepath.Join(dir, "run"))
 	if err != nil || (code != 0 && code != 1 && code != 3) {
 		cell.Valid = "crashed"
 		cell.Log = fmt.Sprintf("exit %d: %v\n%s", code, runErr, tail(logPath, 4000))
 		return cell
 	}
-	res, err := readResult(filepath.Join(runDir, "results.json"))
+	res, err := checker.ReadResultFile(runDir.Results())
 	if err != nil {
 		cell.Valid = "crashed"
 		cell.Log = fmt.Sprintf("exit %d, no readable results: %v\n%s", code, err, tail(logPath, 4000))
 		return cell
 	}
-	report := filepath.Join(runDir, "report.html")
+	report := runDir.Report()
 	if _, err := os.Stat(report); err != nil {
+		// The run stopped between results.json and its report: draw it
+		// from the stored run, read by the one reader (a damaged file is an
+		// error naming it, logged; the cell keeps its verdict).
 		if err := writeRunReport(runDir, c.ID, res); err != nil {
 			fmt.Fprintf(logf, "report: %v\n", err)
 		}
@@ -154,53 +229,12 @@ func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 	return out
 }
 
-// latestRun finds the newest <test>/<timestamp> directory gregor run made.
-func latestRun(testDir string) (string, error) {
-	entries, err := os.ReadDir(testDir)
-	if err != nil {
-		return "", err
-	}
-	latest := ""
-	for _, e := range entries {
-		if e.IsDir() && e.Name() > latest {
-			latest = e.Name()
-		}
-	}
-	if latest == "" {
-		return "", fmt.Errorf("no run directory under %s", testDir)
-	}
-	return filepath.Join(testDir, latest), nil
-}
-
-func readResult(path string) (*checker.Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var res checker.Result
-	if err := json.Unmarshal(b, &res); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &res, nil
-}
-
-func writeRunReport(runDir, title string, res *checker.Result) error {
-	ops, _, _, err := history.ReadFile(filepath.Join(runDir, "history.jsonl"))
+func writeRunReport(dir history.RunDir, title string, res *checker.Result) error {
+	run, err := history.ReadRun(dir.History(), "")
 	if err != nil {
 		return err
 	}
-	cfg, err := history.ReadConfig(filepath.Join(runDir, "test.json"))
-	if err != nil {
-		cfg = nil
-	}
-	f, err := os.Create(filepath.Join(runDir, "report.html"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	md, mdNote := reports.ReadRunMetadata(runDir)
-	return reports.WriteRun(f, reports.RunInput{Title: title, Config: cfg, Ops: ops, Result: res, HistoryFile: "history.jsonl",
-		Metadata: md, MetadataNote: mdNote})
+	return harness.WriteRunReport(run, res, title, "")
 }
 
 func tail(path string, n int) string {

@@ -1,4 +1,4 @@
-// Package nemesis injects faults into a running cluster (DESIGN section 3):
+// Package nemesis injects faults into a running cluster (DESIGN.md section 3):
 // what to break (Kind), whom (Target), in what shape (Shape, for
 // partitions), and when (Schedule, drawn from a seeded RNG so that --seed
 // replays it). Every fault's start and end is written to the history as an
@@ -9,38 +9,47 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"gregor/history"
 )
 
-// Kind is a fault kind, as --nemesis names it.
+// Kind is a fault kind, as --nemesis names it. The names and what each
+// kind can do (its fault classes) are contract, in the history package
+// (history/nemesis.go); this package carries them out.
 type Kind string
 
 const (
-	Kill        Kind = "kill"         // SIGKILL a broker, restart it after the hold
-	Stop        Kind = "stop"         // SIGTERM (controlled shutdown), restart after the hold
-	Pause       Kind = "pause"        // SIGSTOP, SIGCONT after the hold
-	Partition   Kind = "partition"    // drop traffic between groups of nodes (Shape)
-	Slow        Kind = "slow"         // delay / loss on a node's links
-	PowerLoss   Kind = "power-loss"   // kill on a --lazyfs cluster: unsynced writes are lost
-	ClientCrash Kind = "client-crash" // tear down a workload client mid-operation
+	Kill        Kind = history.NemesisKill        // SIGKILL a broker, restart it after the hold
+	Stop        Kind = history.NemesisStop        // SIGTERM (controlled shutdown), restart after the hold
+	Pause       Kind = history.NemesisPause       // SIGSTOP, SIGCONT after the hold
+	Partition   Kind = history.NemesisPartition   // drop traffic between groups of nodes (Shape)
+	Slow        Kind = history.NemesisSlow        // delay / loss on a node's links
+	PowerLoss   Kind = history.NemesisPowerLoss   // kill on a --lazyfs cluster: unsynced writes are lost
+	ClientCrash Kind = history.NemesisClientCrash // tear down a workload client mid-operation
 	// ConsumerRestart restarts every group consumer in turn, cleanly (a
 	// rolling restart); ConsumerJoin adds one consumer to the group (seed
 	// 000's experiment B). Group workload only.
-	ConsumerRestart Kind = "consumer-restart"
-	ConsumerJoin    Kind = "consumer-join"
+	ConsumerRestart Kind = history.NemesisConsumerRestart
+	ConsumerJoin    Kind = history.NemesisConsumerJoin
 	// StrandLeader and KIP101 are scenario faults (scenario.go).
 )
 
-// Kinds lists every kind, in the order --help shows them.
-var Kinds = []Kind{Kill, Stop, Pause, Partition, Slow, PowerLoss, ClientCrash, ConsumerRestart, ConsumerJoin, StrandLeader, KIP101}
+// Kinds lists every kind, in the order --help shows them
+// (history.NemesisKinds).
+var Kinds = func() []Kind {
+	out := make([]Kind, len(history.NemesisKinds))
+	for i, k := range history.NemesisKinds {
+		out[i] = Kind(k.Name)
+	}
+	return out
+}()
 
 // IsClientKind reports whether k acts on workload clients, not nodes: such
 // a step has no hold and no undo.
-func IsClientKind(k Kind) bool {
-	return k == ClientCrash || k == ConsumerRestart || k == ConsumerJoin
-}
+func IsClientKind(k Kind) bool { return history.NemesisClasses(string(k))&history.ClientFault != 0 }
 
 // GroupOnly reports whether k needs the group workload.
-func GroupOnly(k Kind) bool { return k == ConsumerRestart || k == ConsumerJoin }
+func GroupOnly(k Kind) bool { return history.NemesisClasses(string(k))&history.GroupFault != 0 }
 
 // ParseKinds parses --nemesis values ("kill,pause" arrives split by cobra).
 // "none" or nothing yields no kinds. Duplicates are dropped.
@@ -74,21 +83,21 @@ func joinKinds() string {
 type Target string
 
 const (
-	TargetRandom Target = "random" // one broker, drawn from the step's RNG
-	TargetLeader Target = "leader" // the leader of a partition (drawn), from Metadata
+	TargetRandom Target = history.TargetRandom // one broker, drawn from the step's RNG
+	TargetLeader Target = history.TargetLeader // the leader of a partition (drawn), from Metadata
 	// TargetController is the broker Metadata names as ControllerID. In the
 	// embedded cluster that is a live broker the metadata image names, not
 	// necessarily the active raft leader (Kafka's KRaft does the same: the
 	// Metadata ControllerID of a KRaft cluster is a random alive broker). It
 	// is the best a Kafka client can see; with --controllers N it may also
 	// be a controller-only voter, which is then the node hit.
-	TargetController Target = "controller"
-	TargetMinority   Target = "minority" // floor((n-1)/2) brokers
+	TargetController Target = history.TargetController
+	TargetMinority   Target = history.TargetMinority // floor((n-1)/2) brokers
 	// TargetMajority is floor(n/2)+1 brokers. With combined-mode brokers
 	// that loses the controller quorum, and nothing moves until the fault
 	// ends: use --controllers N (controller-only voters) for progress.
-	TargetMajority Target = "majority"
-	TargetAll      Target = "all" // every broker (power-loss of the whole cluster)
+	TargetMajority Target = history.TargetMajority
+	TargetAll      Target = history.TargetAll // every broker (power-loss of the whole cluster)
 )
 
 // Targets lists every target.
@@ -147,16 +156,4 @@ func ParseShapes(names []string) ([]Shape, error) {
 }
 
 // undoVerb is the history verb written when a fault ends.
-func undoVerb(k Kind) string {
-	switch k {
-	case Kill, Stop, PowerLoss:
-		return "start"
-	case Pause:
-		return "resume"
-	case Partition:
-		return "heal"
-	case Slow:
-		return "unslow"
-	}
-	return "end-" + string(k)
-}
+func undoVerb(k Kind) string { return history.EndVerb(string(k)) }

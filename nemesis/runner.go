@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gregor/history"
+	"gregor/internal/sleep"
 	"gregor/runtime"
 )
 
@@ -30,8 +31,10 @@ type Runner struct {
 	// and returns the processes it started. Needed for those steps.
 	Clients func(ctx context.Context, k Kind) (processes []int, err error)
 	// SlowDelay, SlowJitter and SlowLoss are a Slow fault's link impairment.
-	// Invariant for a slow fault to shrink the ISR: SlowDelay (or the loss's
-	// retransmission delay) exceeds replica.lag.time.max.ms.
+	// For a slow fault to shrink the ISR, SlowDelay (or the loss's
+	// retransmission delay) must exceed replica.lag.time.max.ms: a property
+	// of the run's settings, not of this state, so not an invariant checked
+	// here (the cluster's lag setting lives on the brokers, not here).
 	SlowDelay, SlowJitter time.Duration
 	SlowLoss              float64
 	// StopGrace bounds a Stop's controlled shutdown before SIGKILL.
@@ -56,29 +59,17 @@ func (r *Runner) Done() int { return int(r.done.Load()) }
 // done. A fault in force when ctx ends is undone before Run returns, so the
 // caller's heal finds only what a failed undo left.
 func (r *Runner) Run(ctx context.Context, sched Schedule) error {
+	if err := sched.Check(); err != nil {
+		return err // overlapping faults would undo each other's effects
+	}
 	base := time.Now()
 	for i, st := range sched {
-		if err := sleepUntil(ctx, base.Add(st.At)); err != nil {
+		if !sleep.Until(ctx, base.Add(st.At)) {
 			return nil
 		}
 		r.step(ctx, i, st)
 	}
 	return nil
-}
-
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // opValue is what a nemesis operation carries in "value".
@@ -151,14 +142,14 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 		r.write(string(st.Kind), v, nil)
 		procs, err := r.Clients(ctx, st.Kind)
 		v.Processes = procs
-		r.write("end-"+string(st.Kind), v, err)
+		r.write(undoVerb(st.Kind), v, err)
 		return
 	}
 	r.active.Add(1)
 	defer r.active.Add(-1)
 	r.done.Add(1)
 	r.write(string(st.Kind), v, r.apply(ctx, st.Kind, a))
-	sleepUntil(ctx, time.Now().Add(st.Hold))
+	sleep.For(ctx, st.Hold)
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
 	defer cancel()
 	r.write(undoVerb(st.Kind), v, r.undo(uctx, st.Kind, a))
@@ -244,7 +235,7 @@ func HealAll(ctx context.Context, c runtime.Cluster, h *history.Writer, epoch ti
 	err := errors.Join(errs...)
 	if h != nil {
 		r := Runner{History: h, Epoch: epoch}
-		r.write("heal-all", opValue{Action: Action{Nodes: touched, Partition: -1}}, err)
+		r.write(history.VerbHealAll, opValue{Action: Action{Nodes: touched, Partition: -1}}, err)
 	}
 	return err
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"gregor/history"
+	"gregor/internal/sleep"
 )
 
 // Scenario faults play one known failure story on one partition, phase by
@@ -24,7 +27,7 @@ const (
 	// partition offline until the leader returns; an unclean election (or a
 	// controller that elects outside the ISR) loses them. With min ISR 2 a
 	// correct leader refuses them (NOT_ENOUGH_REPLICAS).
-	StrandLeader Kind = "strand-leader"
+	StrandLeader Kind = history.NemesisStrandLeader
 	// KIP101 is the two-failure data-loss scenario of KIP-101: leader A,
 	// followers X then Y (replica order). The leader's links are slowed,
 	// then Y is cut off from the other
@@ -36,7 +39,7 @@ const (
 	// healed: Y, still in the ISR, leads. Needs replica.lag.time.max.ms
 	// longer than the scenario (about 3 session timeouts) so Y stays in the
 	// ISR, as in the KIP's own timeline.
-	KIP101 Kind = "kip101"
+	KIP101 Kind = history.NemesisKIP101
 )
 
 // kip101Lag is the link delay KIP101 puts on the leader before cutting Y
@@ -102,7 +105,7 @@ func (r *Runner) scenario(ctx context.Context, st Step, v opValue) {
 		r.write(string(st.Kind), pv, err)
 		return true
 	}
-	hold := func(d time.Duration) bool { return sleepUntil(ctx, time.Now().Add(d)) == nil }
+	hold := func(d time.Duration) bool { return sleep.For(ctx, d) }
 	kill := func(id int32) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -125,7 +128,7 @@ func (r *Runner) scenario(ctx context.Context, st Step, v opValue) {
 					return s, true
 				}
 			}
-			sleepUntil(ctx, time.Now().Add(200*time.Millisecond))
+			sleep.For(ctx, 200*time.Millisecond)
 		}
 		return last, false
 	}

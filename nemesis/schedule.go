@@ -22,10 +22,28 @@ type Step struct {
 	Pick uint64
 }
 
-// Schedule is a test's faults in start order. Invariant: steps do not
-// overlap (each starts after the previous one's hold ended), so at most one
-// fault is active at a time and every fault is undone before the next.
+// Schedule is a test's faults in start order. Invariant (Check: Plan's
+// output and Runner.Run's input): steps do not overlap (each starts after
+// the previous one's hold ended), so at most one fault is active at a time
+// and every fault is undone before the next.
 type Schedule []Step
+
+// Check returns the first broken invariant of s, or nil.
+func (s Schedule) Check() error {
+	if len(s) > MaxSteps {
+		return fmt.Errorf("nemesis schedule of %d steps, at most %d", len(s), MaxSteps)
+	}
+	for i, st := range s {
+		if st.At < 0 || st.Hold < 0 {
+			return fmt.Errorf("nemesis step %d: at %v, hold %v: both must be >= 0", i, st.At, st.Hold)
+		}
+		if i > 0 && st.At < s[i-1].At+s[i-1].Hold {
+			return fmt.Errorf("nemesis step %d (%s at %v) starts before step %d (%s) ends at %v",
+				i, st.Kind, st.At, i-1, s[i-1].Kind, s[i-1].At+s[i-1].Hold)
+		}
+	}
+	return nil
+}
 
 // MaxSteps bounds a schedule whatever the interval and limit.
 const MaxSteps = 10000
@@ -71,5 +89,5 @@ func Plan(seed int64, o PlanOptions) (Schedule, error) {
 		s = append(s, st)
 		t += st.Hold + jitter(o.Interval)
 	}
-	return s, nil
+	return s, s.Check()
 }

@@ -258,3 +258,24 @@ func TestResolveVotersAndScenarios(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleCheckCatchesOverlap: a step starting before the previous
+// one's hold ended, or a negative time, is refused; Plan's own schedules
+// pass.
+func TestScheduleCheckCatchesOverlap(t *testing.T) {
+	s, err := Plan(7, PlanOptions{Kinds: []Kind{Kill, Partition}, Interval: time.Second, Hold: time.Second, Limit: time.Minute})
+	if err != nil || len(s) < 2 {
+		t.Fatalf("plan: %d steps, %v", len(s), err)
+	}
+	for name, bad := range map[string]Schedule{
+		"overlap":       {{At: 0, Kind: Kill, Hold: 2 * time.Second}, {At: time.Second, Kind: Kill, Hold: time.Second}},
+		"negative hold": {{At: 0, Kind: Kill, Hold: -time.Second}},
+	} {
+		if bad.Check() == nil {
+			t.Errorf("%s: not caught", name)
+		}
+		if (&Runner{}).Run(context.Background(), bad) == nil {
+			t.Errorf("%s: Run accepted it", name)
+		}
+	}
+}

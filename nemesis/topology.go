@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/runtime"
 )
 
 // KafkaTopology answers Topology from the cluster's Metadata, through one
@@ -46,32 +46,24 @@ func (k *KafkaTopology) Voters() []int32 { return k.ControllerOnly }
 
 // PartitionState implements replicaTopology.
 func (k *KafkaTopology) PartitionState(ctx context.Context, partition int32) (PartitionState, error) {
-	resp, err := k.metadata(ctx)
+	v, err := runtime.AskMetadata(ctx, k.cl, metadataTimeout, k.topic)
 	if err != nil {
 		return PartitionState{}, err
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.Partition == partition {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && p.Leader < 0 && len(p.Replicas) == 0 {
-					return PartitionState{}, fmt.Errorf("%s/%d: %w", k.topic, partition, err)
-				}
-				return PartitionState{Partition: partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR}, nil
+	t, _ := v.Topic(k.topic)
+	for _, p := range t.Partitions {
+		if p.Partition == partition {
+			if p.Error != "" && p.Leader < 0 && len(p.Replicas) == 0 {
+				return PartitionState{}, fmt.Errorf("%s/%d: %s", k.topic, partition, p.Error)
 			}
+			return p, nil
 		}
 	}
 	return PartitionState{}, fmt.Errorf("%s/%d not in metadata", k.topic, partition)
 }
 
-func (k *KafkaTopology) metadata(ctx context.Context) (*kmsg.MetadataResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	t := kmsg.NewMetadataRequestTopic()
-	t.Topic = kmsg.StringPtr(k.topic)
-	req.Topics = append(req.Topics, t)
-	return req.RequestWith(ctx, k.cl)
-}
+// metadataTimeout bounds one Metadata request of the topology.
+const metadataTimeout = 5 * time.Second
 
 // Leader implements Topology.
 func (k *KafkaTopology) Leader(ctx context.Context, partition int32) (int32, error) {
@@ -87,14 +79,14 @@ func (k *KafkaTopology) Leader(ctx context.Context, partition int32) (int32, err
 
 // Controller implements Topology: Metadata's ControllerID (see TargetController).
 func (k *KafkaTopology) Controller(ctx context.Context) (int32, error) {
-	resp, err := k.metadata(ctx)
+	v, err := runtime.AskMetadata(ctx, k.cl, metadataTimeout, k.topic)
 	if err != nil {
 		return -1, err
 	}
-	if resp.ControllerID < 0 {
+	if v.Controller < 0 {
 		return -1, fmt.Errorf("metadata names no controller")
 	}
-	return resp.ControllerID, nil
+	return v.Controller, nil
 }
 
 // StaticTopology answers from fixed values: for planning without a cluster

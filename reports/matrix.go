@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -86,15 +88,8 @@ func (c Cell) Failed() bool { return c.Valid == "false" || c.Valid == "crashed" 
 // SortCells orders cells by configuration, nemesis and seed, so a merged
 // set of shards renders exactly as the unsharded run.
 func SortCells(cells []Cell) {
-	sort.Slice(cells, func(i, j int) bool {
-		a, b := cells[i], cells[j]
-		if a.Config != b.Config {
-			return a.Config < b.Config
-		}
-		if a.Nemesis != b.Nemesis {
-			return a.Nemesis < b.Nemesis
-		}
-		return a.Seed < b.Seed
+	slices.SortFunc(cells, func(a, b Cell) int {
+		return cmp.Or(cmp.Compare(a.Config, b.Config), cmp.Compare(a.Nemesis, b.Nemesis), cmp.Compare(a.Seed, b.Seed))
 	})
 }
 
@@ -140,6 +135,15 @@ type ValidationRow struct {
 	Reports       []string
 }
 
+// A matrix directory (gregor matrix --out, gregor validate --out, gregor
+// report merge --out): the report, its cells (shards merge by these), JUnit,
+// and each cell's run store under runs/<cell>/ (history.RunDir inside).
+const (
+	MatrixIndex   = "index.html"
+	MatrixResults = "results.json"
+	MatrixJUnit   = "junit.xml"
+)
+
 // WriteMatrix writes index.html, results.json and junit.xml into dir.
 func WriteMatrix(dir, title string, cells []Cell) error {
 	return WriteMatrixValidation(dir, title, cells, nil)
@@ -156,21 +160,21 @@ func WriteMatrixValidation(dir, title string, cells []Cell, val *Validation) err
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, MatrixResults), b, 0o644); err != nil {
 		return err
 	}
 	var buf bytes.Buffer
 	if err := writeJUnit(&buf, title, cells); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "junit.xml"), buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, MatrixJUnit), buf.Bytes(), 0o644); err != nil {
 		return err
 	}
 	buf.Reset()
 	if err := writeIndex(&buf, title, cells, val); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "index.html"), buf.Bytes(), 0o644)
+	return os.WriteFile(filepath.Join(dir, MatrixIndex), buf.Bytes(), 0o644)
 }
 
 type matrixCellView struct {

@@ -2,12 +2,9 @@ package reports
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -25,21 +22,6 @@ const (
 	metadataAxisH      = 14.0
 	leaderColours      = 8 // CSS classes ldr-0 .. ldr-7 in templates/metadata.html
 )
-
-// ReadRunMetadata reads runDir/metadata.jsonl for the report. A run without
-// the file (recorded before the sampler existed, or the sampler could not
-// start) gives no samples and a note saying so; a damaged file gives the
-// samples before the damage and a note.
-func ReadRunMetadata(runDir string) ([]history.MetadataSample, string) {
-	samples, warnings, err := history.ReadMetadataFile(filepath.Join(runDir, history.MetadataFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, history.MetadataFile + " not found beside the history"
-	}
-	if err != nil {
-		warnings = append(warnings, err.Error())
-	}
-	return samples, strings.Join(warnings, "; ")
-}
 
 type mark struct {
 	X, Y  float64

@@ -78,7 +78,10 @@ func section(t *testing.T, dom, start, end string) string {
 // not be drawn as the state. The fixture's numbers are worked out by hand
 // in the comments below, and the errors carry markup that must stay text.
 func TestMetadataChartInBrowser(t *testing.T) {
-	samples, note := ReadRunMetadata(filepath.Join("testdata", "metadata-hostile"))
+	samples, note, err := history.ReadRunMetadata(history.RunDir(filepath.Join("testdata", "metadata-hostile")))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(samples) != 11 || !strings.Contains(note, "truncated last line") {
 		t.Fatalf("fixture: %d samples, note %q; want 11 and the torn last line noted", len(samples), note)
 	}
@@ -133,7 +136,10 @@ func TestMetadataChartInBrowser(t *testing.T) {
 // TestMetadataChartWithoutSamples: a run without metadata.jsonl (recorded
 // before the sampler existed) says so instead of drawing an empty chart.
 func TestMetadataChartWithoutSamples(t *testing.T) {
-	samples, note := ReadRunMetadata(t.TempDir())
+	samples, note, err := history.ReadRunMetadata(history.RunDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if samples != nil || !strings.Contains(note, "not found") {
 		t.Fatalf("empty dir: %d samples, note %q", len(samples), note)
 	}

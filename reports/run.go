@@ -55,8 +55,9 @@ type RunInput struct {
 	// Runtime notes how faults were injected (real or emulated), one line
 	// per fault kind.
 	Runtime string
-	// Metadata are the partition-state samples of the run (ReadRunMetadata);
-	// MetadataNote says why there are none or what was wrong with the file.
+	// Metadata are the partition-state samples of the run
+	// (history.ReadRun); MetadataNote says why there are none or what was
+	// tolerated in the file.
 	Metadata     []history.MetadataSample
 	MetadataNote string
 }
@@ -270,15 +271,14 @@ func intervals(ops []history.Op) (ivs []interval, nemesis []history.Op, end int6
 	return ivs, nemesis, end
 }
 
-// healing verbs end a fault; any other nemesis verb starts one. A fault is
-// shaded from its start to the next healing operation (or the end).
-var healing = map[string]bool{"heal": true, "resume": true, "start": true, "restart": true, "unslow": true, "recover": true, "heal-all": true}
-
+// A verb that ends a fault (history.IsEndVerb) ends its band; any other
+// nemesis verb starts one. A fault is shaded from its start to the next
+// ending operation (or the end).
 func faultBands(nemesis []history.Op, end int64) []band {
 	var out []band
 	startAt, label := int64(-1), ""
 	for _, op := range nemesis {
-		if healing[op.F] || strings.HasPrefix(op.F, "end-") {
+		if history.IsEndVerb(op.F) {
 			if startAt >= 0 {
 				out = append(out, band{X: float64(startAt), W: float64(op.Time - startAt), Label: label})
 				startAt = -1

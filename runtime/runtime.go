@@ -25,7 +25,8 @@ type ClusterSpec struct {
 	// Name is the cluster's name; it must be a DNS label (letters, digits, '-')
 	// because runtimes use it in object names and labels.
 	Name string
-	// Nodes: IDs are unique and positive. Invariant: 1 <= len(Nodes) <= MaxNodes.
+	// Nodes: IDs are unique and positive. Invariant (checked by Validate):
+	// 1 <= len(Nodes) <= MaxNodes.
 	Nodes []NodeSpec
 	// KafkaPort and RaftPort are the ports every node listens on. A runtime that
 	// shares one host (process) may offset them per node; NodeInfo tells.

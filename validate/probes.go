@@ -1,4 +1,4 @@
-// Package validate measures the harness itself (DESIGN section 6): for each
+// Package validate measures the harness itself (DESIGN.md section 6): for each
 // planted bug, how often a run with the fault most likely to expose it ends
 // in a forbidden anomaly (sensitivity), and how often the safe
 // configuration, without a bug, fails under any nemesis (false alarms).
@@ -55,7 +55,7 @@ var (
 		Settings: matrix.Settings{Args: []string{"--replica-lag-max", "20s"}}}
 )
 
-// Probes lists each planted bug of DESIGN section 6 with its fault.
+// Probes lists each planted bug of DESIGN.md section 6 with its fault.
 func Probes(timeLimit time.Duration) []Probe {
 	safe := Safe(timeLimit)
 	minISR1 := safe

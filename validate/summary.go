@@ -1,11 +1,9 @@
 package validate
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -126,7 +124,7 @@ func Summarize(out string, cells []reports.Cell, timeLimit time.Duration) *Summa
 				}
 			}
 			if c.Report != "" {
-				if d, err := firstFound(filepath.Join(out, filepath.Dir(c.Report))); err == nil {
+				if d, err := firstFound(history.RunDir(filepath.Join(out, filepath.Dir(c.Report)))); err == nil {
 					r.FirstFound = append(r.FirstFound, d)
 				}
 			}
@@ -157,13 +155,9 @@ func Summarize(out string, cells []reports.Cell, timeLimit time.Duration) *Summa
 // examples, and 0 when that predates the fault (a record acknowledged just
 // before the fault and lost through it: the checker's examples cite the
 // acknowledgement, not the reads that later missed it).
-func firstFound(dir string) (time.Duration, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+func firstFound(dir history.RunDir) (time.Duration, error) {
+	res, err := checker.ReadResultFile(dir.Results())
 	if err != nil {
-		return 0, err
-	}
-	var res checker.Result
-	if err := json.Unmarshal(b, &res); err != nil {
 		return 0, err
 	}
 	first := int64(-1)
@@ -181,7 +175,7 @@ func firstFound(dir string) (time.Duration, error) {
 	if first < 0 {
 		return 0, errors.New("no forbidden example cites an operation")
 	}
-	fault, err := firstFault(filepath.Join(dir, "history.jsonl"))
+	fault, err := firstFault(dir.History())
 	if err != nil {
 		return 0, err
 	}

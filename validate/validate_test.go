@@ -4,13 +4,42 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"gregor/checker"
+	"gregor/cluster"
 	"gregor/reports"
 )
+
+// Every planted bug the broker carries (cluster.BugNames) has a probe, and
+// every probe plants a bug the broker carries: a bug without a probe is
+// never measured, a probe without a bug never fails.
+func TestEveryPlantedBugHasAProbe(t *testing.T) {
+	probes := map[string]bool{}
+	for _, p := range Probes(20 * time.Second) {
+		probes[p.Bug] = true
+	}
+	bugs := cluster.BugNames()
+	if len(bugs) == 0 {
+		t.Fatal("cluster.BugNames lists no planted bug")
+	}
+	for _, b := range bugs {
+		if !probes[b] {
+			t.Errorf("planted bug %q (cluster.BugNames) has no probe: add to Probes in validate/probes.go "+
+				"Probe{Bug: %q, Config: <safe, or the weakest setting the bug needs to lose data>, "+
+				"Nemesis: <the fault or scenario most likely to expose it>, Why: <why that fault exposes it and the anomaly the checker reports>}, "+
+				"then its row to the README's validate table and DESIGN.md section 6", b, b)
+		}
+	}
+	for b := range probes {
+		if !slices.Contains(bugs, b) {
+			t.Errorf("probe for %q, which cluster.BugNames does not list: the broker cannot plant it (remove the probe or add the switch in cluster/bugs.go)", b)
+		}
+	}
+}
 
 // Every planted bug the broker carries has a probe, each probe plants
 // exactly its bug, and safe runs carry none and cover every nemesis.

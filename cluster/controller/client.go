@@ -9,6 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/meta"
+	"gregor/internal/sleep"
 )
 
 // Client sends requests to the active controller, finding it and retrying
@@ -83,12 +86,8 @@ func (cl *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 				continue // Active names the new controller: no backoff
 			}
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep.For(ctx, backoff) {
 			return nil, fmt.Errorf("%w (last: %v)", ctx.Err(), lastErr)
-		case <-t.C:
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
@@ -235,7 +234,7 @@ type ISRChange struct {
 // AlterISR sends one ISR change for a partition led by broker id and
 // returns the resulting partition state (Leader, LeaderEpoch, ISR,
 // PartitionEpoch) or the Kafka error for that partition as a *kerr.Error.
-func (cl *Client) AlterISR(ctx context.Context, id int32, epoch int64, ch ISRChange) (PartitionState, error) {
+func (cl *Client) AlterISR(ctx context.Context, id int32, epoch int64, ch ISRChange) (meta.Partition, error) {
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.SetVersion(alterPartitionVersion)
 	req.BrokerID, req.BrokerEpoch = id, epoch
@@ -247,19 +246,19 @@ func (cl *Client) AlterISR(ctx context.Context, id int32, epoch int64, ch ISRCha
 	req.Topics = append(req.Topics, t)
 	resp, err := cl.Request(ctx, req)
 	if err != nil {
-		return PartitionState{}, err
+		return meta.Partition{}, err
 	}
 	r := resp.(*kmsg.AlterPartitionResponse)
 	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-		return PartitionState{}, err
+		return meta.Partition{}, err
 	}
 	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
-		return PartitionState{}, fmt.Errorf("controller: AlterPartition answer has %d topics", len(r.Topics))
+		return meta.Partition{}, fmt.Errorf("controller: AlterPartition answer has %d topics", len(r.Topics))
 	}
 	rp := r.Topics[0].Partitions[0]
 	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-		return PartitionState{}, err
+		return meta.Partition{}, err
 	}
-	return PartitionState{Topic: ch.Topic, Partition: rp.Partition, ISR: rp.ISR, Leader: rp.LeaderID,
+	return meta.Partition{Topic: ch.Topic, Index: rp.Partition, ISR: rp.ISR, Leader: rp.LeaderID,
 		LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch}, nil
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/meta"
 )
 
 // Short timings for in-process clusters under -race on a shared 2-core
@@ -268,7 +270,7 @@ func (tc *testCluster) mustCreate(s topicSpec) {
 	}
 }
 
-func (tc *testCluster) part(topic string, p int32) PartitionState {
+func (tc *testCluster) part(topic string, p int32) meta.Partition {
 	ps, ok := tc.img().Partition(topic, p)
 	if !ok {
 		tc.t.Fatalf("no partition %s/%d", topic, p)

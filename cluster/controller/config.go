@@ -21,8 +21,8 @@ type Voter struct {
 	RaftAddr string
 	// NonVoter nodes replicate the metadata log but never vote or lead:
 	// brokers beside dedicated controllers (KRaft's process.roles=broker
-	// next to process.roles=controller nodes). Invariant: at least one
-	// listed node votes.
+	// next to process.roles=controller nodes). Invariant (checked by
+	// Config.validate): at least one listed node votes.
 	NonVoter bool
 }
 
@@ -80,7 +80,8 @@ type Config struct {
 	DefaultReplicationFactor int16
 
 	// StrictInvariants panics when an apply breaks an image invariant
-	// (tests); otherwise the violation is logged and counted.
+	// (tests; also on whenever the process turned invariant checks on);
+	// otherwise the violation is logged and counted.
 	StrictInvariants bool
 	Bugs             Bugs
 

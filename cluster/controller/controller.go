@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"gregor/cluster/invariant"
 )
 
 // Controller is one node of the controller quorum: a raft voter whose FSM
@@ -53,7 +55,7 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, log: cfg.Logger, lastSeen: map[int32]time.Time{},
 		settled: make(chan struct{}), notify: make(chan bool, 1), stop: make(chan struct{})}
 	close(c.settled)
-	c.fsm = newFSM(cfg.StrictInvariants, cfg.Logger)
+	c.fsm = newFSM(cfg.StrictInvariants || invariant.On(), cfg.Logger)
 	if err := c.open(); err != nil {
 		c.closeStores()
 		return nil, err

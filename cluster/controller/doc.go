@@ -77,11 +77,12 @@
 //
 // Checked after every apply (invariants.go), on every node:
 //
-//   - Invariant: ISR non-empty, no duplicates, ISR ⊆ Replicas.
+//   - Invariant: ISR non-empty, no duplicates, ISR ⊆ Replicas (meta.Partition.Check,
+//     which brokers run on what they are told too).
 //   - Invariant: Leader == -1 or Leader ∈ ISR (an unclean or buggy
 //     election sets ISR = [Leader], so this holds for them too).
 //   - Invariant: a leader is a registered, live broker.
-//   - Invariant: Partitions[i].Partition == i; epochs non-negative.
+//   - Invariant: Partitions[i].Index == i; epochs non-negative.
 //
 // A violation panics with Config.StrictInvariants (tests: a bug must stop
 // the test) and is otherwise logged and counted (InvariantViolations),

@@ -1,6 +1,10 @@
 package controller
 
-import "slices"
+import (
+	"slices"
+
+	"gregor/cluster/meta"
+)
 
 // electPolicy is the election policy of the controller that proposed a record.
 // It travels inside every record that may elect, so that every node's FSM
@@ -18,10 +22,10 @@ type electPolicy struct {
 //  1. planted bug: the first live replica NOT in the ISR, ISR = [it];
 //  2. clean: the first replica (assignment order) in the ISR and live;
 //  3. unclean (if enabled): the first live replica, ISR = [it];
-//  4. otherwise NoLeader, ISR unchanged (offline until an ISR member returns).
+//  4. otherwise meta.NoLeader, ISR unchanged (offline until an ISR member returns).
 //
 // It returns the new leader and ISR; p is not modified.
-func elect(p PartitionState, live func(int32) bool, unclean bool, pol electPolicy) (int32, []int32) {
+func elect(p meta.Partition, live func(int32) bool, unclean bool, pol electPolicy) (int32, []int32) {
 	if pol.ElectOutsideISR {
 		for _, r := range p.Replicas {
 			if live(r) && !p.InISR(r) {
@@ -41,13 +45,13 @@ func elect(p PartitionState, live func(int32) bool, unclean bool, pol electPolic
 			}
 		}
 	}
-	return NoLeader, p.ISR
+	return meta.NoLeader, p.ISR
 }
 
 // setLeaderAndISR installs a new leader and ISR, bumping LeaderEpoch on a
 // leader change and PartitionEpoch on any change. It reports whether
 // anything changed.
-func setLeaderAndISR(p *PartitionState, leader int32, isr []int32) bool {
+func setLeaderAndISR(p *meta.Partition, leader int32, isr []int32) bool {
 	changed := false
 	if leader != p.Leader {
 		p.Leader = leader
@@ -68,7 +72,7 @@ func setLeaderAndISR(p *PartitionState, leader int32, isr []int32) bool {
 // shutting down, re-registered) from p: out of the ISR unless it is the last
 // member (an ISR is never empty, as in KRaft), and, if it led, a new leader
 // is elected. live must already report the broker as not live.
-func withoutBroker(p *PartitionState, id int32, live func(int32) bool, unclean bool, pol electPolicy) bool {
+func withoutBroker(p *meta.Partition, id int32, live func(int32) bool, unclean bool, pol electPolicy) bool {
 	isr := p.ISR
 	if p.InISR(id) && len(p.ISR) > 1 {
 		isr = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
@@ -84,12 +88,12 @@ func withoutBroker(p *PartitionState, id int32, live func(int32) bool, unclean b
 
 // electIfOffline tries to bring an offline partition back when a broker
 // becomes live.
-func electIfOffline(p *PartitionState, live func(int32) bool, unclean bool, pol electPolicy) bool {
-	if p.Leader != NoLeader {
+func electIfOffline(p *meta.Partition, live func(int32) bool, unclean bool, pol electPolicy) bool {
+	if p.Leader != meta.NoLeader {
 		return false
 	}
 	leader, isr := elect(*p, live, unclean, pol)
-	if leader == NoLeader {
+	if leader == meta.NoLeader {
 		return false
 	}
 	return setLeaderAndISR(p, leader, isr)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/cluster/meta"
 )
 
 func TestSessionExpiryFencesMovesLeadersShrinksISR(t *testing.T) {
@@ -15,7 +17,7 @@ func TestSessionExpiryFencesMovesLeadersShrinksISR(t *testing.T) {
 	tc.waitUnfenced(1, 2, 3)
 	tc.mustCreate(topicSpec{name: "t", partitions: 3, rf: 3})
 	victim := tc.part("t", 0).Leader
-	before := map[int32]PartitionState{}
+	before := map[int32]meta.Partition{}
 	for p := int32(0); p < 3; p++ {
 		before[p] = tc.part("t", p)
 	}
@@ -42,7 +44,7 @@ func TestSessionExpiryFencesMovesLeadersShrinksISR(t *testing.T) {
 			t.Fatalf("p%d ISR %v still holds fenced %d", p, now.ISR, victim)
 		}
 		if old.Leader == victim {
-			if now.Leader == victim || now.Leader == NoLeader || now.LeaderEpoch != old.LeaderEpoch+1 {
+			if now.Leader == victim || now.Leader == meta.NoLeader || now.LeaderEpoch != old.LeaderEpoch+1 {
 				t.Fatalf("p%d led by the fenced broker: now %+v", p, now)
 			}
 		} else if now.Leader != old.Leader || now.LeaderEpoch != old.LeaderEpoch {
@@ -83,7 +85,7 @@ func TestSessionExpiryFencesMovesLeadersShrinksISR(t *testing.T) {
 	}
 	tc.startBroker(other)
 	tc.waitUnfenced(other)
-	if p := tc.part("t", 0); p.Leader != NoLeader && p.Leader != ret {
+	if p := tc.part("t", 0); p.Leader != meta.NoLeader && p.Leader != ret {
 		t.Fatalf("unclean off, yet out-of-sync %d leads p0: %+v", p.Leader, p)
 	}
 	tc.startBroker(ret)
@@ -107,7 +109,7 @@ func TestUncleanElection(t *testing.T) {
 			tc.waitUnfenced(1, 2, 3)
 			cfg := map[string]string{}
 			if unclean {
-				cfg[ConfigUncleanElection] = "true"
+				cfg[meta.ConfigUnclean] = "true"
 			}
 			tc.mustCreate(topicSpec{name: "u", assignment: [][]int32{{1, 2, 3}}, configs: cfg})
 			// The leader drops both followers from the ISR (they lag).
@@ -121,12 +123,12 @@ func TestUncleanElection(t *testing.T) {
 			waitFor(t, 3*testSession, "leader 1 fenced", func() bool { return tc.img().Brokers[1].Fenced })
 			p = tc.part("u", 0)
 			if !unclean {
-				if p.Leader != NoLeader || !slices.Equal(p.ISR, []int32{1}) {
+				if p.Leader != meta.NoLeader || !slices.Equal(p.ISR, []int32{1}) {
 					t.Fatalf("unclean off: %+v, want offline with ISR [1]", p)
 				}
 				// Stays offline while only out-of-sync replicas are alive.
 				time.Sleep(testSession)
-				if p2 := tc.part("u", 0); p2.Leader != NoLeader {
+				if p2 := tc.part("u", 0); p2.Leader != meta.NoLeader {
 					t.Fatalf("unclean off, elected %d", p2.Leader)
 				}
 				tc.startBroker(1)
@@ -166,7 +168,7 @@ func TestControlledShutdownIsImmediate(t *testing.T) {
 		t.Fatalf("still leads %v after ShouldShutdown", l)
 	}
 	for _, p := range img.Topics["c"].Partitions {
-		if p.InISR(victim) || p.Leader == NoLeader {
+		if p.InISR(victim) || p.Leader == meta.NoLeader {
 			t.Fatalf("partition %+v after controlled shutdown", p)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/cluster/meta"
 )
 
 // maxSubscribers bounds Subscribe; each subscriber costs one channel send
@@ -121,7 +123,7 @@ func applyRecord(img *Image, rec record, index uint64) applyResult {
 
 // forEachPartition calls fn on every partition (topics in name order, so
 // that the result never depends on map order).
-func forEachPartition(img *Image, fn func(t TopicInfo, p *PartitionState)) {
+func forEachPartition(img *Image, fn func(t TopicInfo, p *meta.Partition)) {
 	for _, n := range img.TopicNames() {
 		t := img.Topics[n]
 		for i := range t.Partitions {
@@ -132,7 +134,7 @@ func forEachPartition(img *Image, fn func(t TopicInfo, p *PartitionState)) {
 
 // dropBroker applies the consequences of broker id becoming ineligible.
 func dropBroker(img *Image, id int32, pol electPolicy) {
-	forEachPartition(img, func(t TopicInfo, p *PartitionState) {
+	forEachPartition(img, func(t TopicInfo, p *meta.Partition) {
 		if p.InISR(id) || p.Leader == id {
 			withoutBroker(p, id, img.live, t.UncleanElection(pol.UncleanDefault), pol)
 		}
@@ -142,7 +144,7 @@ func dropBroker(img *Image, id int32, pol electPolicy) {
 // reviveOffline elects leaders for offline partitions after a broker
 // became live.
 func reviveOffline(img *Image, pol electPolicy) {
-	forEachPartition(img, func(t TopicInfo, p *PartitionState) {
+	forEachPartition(img, func(t TopicInfo, p *meta.Partition) {
 		electIfOffline(p, img.live, t.UncleanElection(pol.UncleanDefault), pol)
 	})
 }
@@ -213,13 +215,13 @@ func applyCreateTopic(img *Image, r createRec) applyResult {
 		if len(reps) == 0 {
 			return applyResult{Code: kerr.InvalidReplicaAssignment.Code}
 		}
-		p := PartitionState{Topic: r.Name, Partition: int32(i),
+		p := meta.Partition{Topic: r.Name, Index: int32(i),
 			Replicas: slices.Clone(reps), ISR: slices.Clone(reps), Leader: reps[0]}
 		// The assignment was made from live brokers, but one may have
 		// been fenced between proposal and apply: elect if needed.
 		if !img.live(p.Leader) {
 			p.Leader, p.ISR = elect(p, img.live, false, electPolicy{})
-			if p.Leader == NoLeader {
+			if p.Leader == meta.NoLeader {
 				p.ISR = slices.Clone(reps)
 			}
 		}

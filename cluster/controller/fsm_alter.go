@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/cluster/meta"
 )
 
 // applyAlterPartition validates and applies ISR changes requested by a
@@ -60,11 +62,11 @@ func alterOne(img *Image, sender int32, it alterItem) itemResult {
 		}
 	}
 	setLeaderAndISR(p, p.Leader, it.NewISR)
-	return itemResult{Partition: p.clone()}
+	return itemResult{Partition: p.Clone()}
 }
 
 // validISR: non-empty, no duplicates, within the assignment, holds the leader.
-func validISR(p PartitionState, isr []int32) bool {
+func validISR(p meta.Partition, isr []int32) bool {
 	if len(isr) == 0 || !slices.Contains(isr, p.Leader) {
 		return false
 	}

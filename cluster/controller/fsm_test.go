@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/cluster/meta"
 )
 
 // fsmHarness applies records directly, as raft would, at increasing indexes.
@@ -42,7 +44,7 @@ func (h *fsmHarness) rec(id int32) *brokerRec {
 	return &brokerRec{ID: id, Epoch: h.img.Brokers[id].Epoch}
 }
 
-func (h *fsmHarness) part() PartitionState {
+func (h *fsmHarness) part() meta.Partition {
 	p, _ := h.img.Partition("t", 0)
 	return p
 }
@@ -129,7 +131,7 @@ func TestFSMFenceMovesLeadershipAndKeepsLastISRMember(t *testing.T) {
 	h.apply(record{Fence: h.rec(2)})
 	h.apply(record{Fence: h.rec(3)})
 	p := h.part()
-	if p.Leader != NoLeader || !slices.Equal(p.ISR, []int32{3}) {
+	if p.Leader != meta.NoLeader || !slices.Equal(p.ISR, []int32{3}) {
 		t.Fatalf("all fenced: %+v, want offline with ISR [3]", p)
 	}
 	if h.img.OfflinePartitions() != 1 || h.img.FencedBrokers() != 3 {
@@ -137,7 +139,7 @@ func TestFSMFenceMovesLeadershipAndKeepsLastISRMember(t *testing.T) {
 	}
 	// Broker 1 (out of sync) returns: unclean is off, still offline.
 	h.apply(record{Unfence: h.rec(1)})
-	if p := h.part(); p.Leader != NoLeader {
+	if p := h.part(); p.Leader != meta.NoLeader {
 		t.Fatalf("out-of-sync broker elected with unclean off: %+v", p)
 	}
 	// The last ISR member returns after a restart (re-registration).
@@ -150,7 +152,7 @@ func TestFSMFenceMovesLeadershipAndKeepsLastISRMember(t *testing.T) {
 
 func TestFSMUncleanTopicConfig(t *testing.T) {
 	h := newFSMHarness(t, electPolicy{}, 1, 2, 3)
-	h.create(map[string]string{ConfigUncleanElection: "true"}, 1, 2, 3)
+	h.create(map[string]string{meta.ConfigUnclean: "true"}, 1, 2, 3)
 	h.alter(1, 1)
 	h.apply(record{Fence: h.rec(1)})
 	if p := h.part(); p.Leader != 2 || !slices.Equal(p.ISR, []int32{2}) || p.LeaderEpoch != 1 {
@@ -194,11 +196,11 @@ func TestFSMControlledShutdown(t *testing.T) {
 func TestInvariantCheckCatches(t *testing.T) {
 	h := newFSMHarness(t, electPolicy{}, 1, 2)
 	h.create(nil, 1, 2)
-	bad := []func(p *PartitionState){
-		func(p *PartitionState) { p.ISR = nil },
-		func(p *PartitionState) { p.ISR = []int32{1, 7} },
-		func(p *PartitionState) { p.ISR = []int32{2}; p.Leader = 1 },
-		func(p *PartitionState) { p.ISR = []int32{2, 2} },
+	bad := []func(p *meta.Partition){
+		func(p *meta.Partition) { p.ISR = nil },
+		func(p *meta.Partition) { p.ISR = []int32{1, 7} },
+		func(p *meta.Partition) { p.ISR = []int32{2}; p.Leader = 1 },
+		func(p *meta.Partition) { p.ISR = []int32{2, 2} },
 	}
 	for i, mut := range bad {
 		img := h.img.clone()
@@ -218,7 +220,7 @@ func TestInvariantCheckCatches(t *testing.T) {
 
 func TestImageMetrics(t *testing.T) {
 	h := newFSMHarness(t, electPolicy{}, 1, 2, 3)
-	h.create(map[string]string{ConfigMinISR: "2"}, 1, 2, 3)
+	h.create(map[string]string{meta.ConfigMinISR: "2"}, 1, 2, 3)
 	if h.img.UnderMinISR(1) != 0 || h.img.UnderReplicated() != 0 {
 		t.Fatal("healthy partition counted")
 	}

@@ -3,15 +3,8 @@ package controller
 import (
 	"maps"
 	"slices"
-)
 
-// NoLeader is PartitionState.Leader for an offline partition.
-const NoLeader int32 = -1
-
-// Topic config keys the controller reads.
-const (
-	ConfigMinISR          = "min.insync.replicas"
-	ConfigUncleanElection = "unclean.leader.election.enable"
+	"gregor/cluster/meta"
 )
 
 // BrokerInfo is one registered broker as the quorum knows it.
@@ -35,36 +28,6 @@ type BrokerInfo struct {
 // Live reports whether b may lead or join an ISR.
 func (b BrokerInfo) Live() bool { return !b.Fenced && !b.ShuttingDown }
 
-// PartitionState is the replicated state of one partition.
-type PartitionState struct {
-	Topic     string
-	Partition int32
-	// Replicas is the assignment, in preference order; fixed at creation.
-	Replicas []int32
-	// Invariant: ISR non-empty; ISR ⊆ Replicas; no duplicates.
-	ISR []int32
-	// Invariant: Leader == NoLeader or Leader ∈ ISR (an unclean election
-	// sets ISR = [Leader]); a leader is a registered, live broker.
-	Leader int32
-	// LeaderEpoch grows by one on every leader change (including to and
-	// from NoLeader).
-	LeaderEpoch int32
-	// PartitionEpoch grows by one on every change of this state.
-	PartitionEpoch int32
-}
-
-// InISR reports whether id is in the ISR.
-func (p PartitionState) InISR(id int32) bool { return slices.Contains(p.ISR, id) }
-
-// IsReplica reports whether id is in the assignment.
-func (p PartitionState) IsReplica(id int32) bool { return slices.Contains(p.Replicas, id) }
-
-func (p PartitionState) clone() PartitionState {
-	p.Replicas = slices.Clone(p.Replicas)
-	p.ISR = slices.Clone(p.ISR)
-	return p
-}
-
 // TopicInfo is one topic: name, id, explicit configs and partitions.
 type TopicInfo struct {
 	Name string
@@ -72,8 +35,8 @@ type TopicInfo struct {
 	// Configs holds only configs set at creation; defaults come from the
 	// brokers' configuration.
 	Configs map[string]string
-	// Partitions[i].Partition == i.
-	Partitions []PartitionState
+	// Invariant (checkInvariants): Partitions[i].Index == i.
+	Partitions []meta.Partition
 }
 
 func (t TopicInfo) clone() TopicInfo {
@@ -82,9 +45,9 @@ func (t TopicInfo) clone() TopicInfo {
 	for k, v := range t.Configs {
 		c.Configs[k] = v
 	}
-	c.Partitions = make([]PartitionState, len(t.Partitions))
+	c.Partitions = make([]meta.Partition, len(t.Partitions))
 	for i, p := range t.Partitions {
-		c.Partitions[i] = p.clone()
+		c.Partitions[i] = p.Clone()
 	}
 	return c
 }
@@ -122,10 +85,10 @@ func (img *Image) clone() *Image {
 }
 
 // Partition looks up one partition.
-func (img *Image) Partition(topic string, partition int32) (PartitionState, bool) {
+func (img *Image) Partition(topic string, partition int32) (meta.Partition, bool) {
 	t, ok := img.Topics[topic]
 	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
-		return PartitionState{}, false
+		return meta.Partition{}, false
 	}
 	return t.Partitions[partition], true
 }
@@ -157,8 +120,8 @@ func (img *Image) live(id int32) bool {
 }
 
 // LeaderOf returns the partitions broker id leads.
-func (img *Image) LeaderOf(id int32) []PartitionState {
-	var out []PartitionState
+func (img *Image) LeaderOf(id int32) []meta.Partition {
+	var out []meta.Partition
 	for _, n := range img.TopicNames() {
 		for _, p := range img.Topics[n].Partitions {
 			if p.Leader == id {

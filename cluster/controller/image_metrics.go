@@ -1,6 +1,10 @@
 package controller
 
-import "strconv"
+import (
+	"strconv"
+
+	"gregor/cluster/meta"
+)
 
 // FencedBrokers counts registered brokers that are fenced.
 func (img *Image) FencedBrokers() int {
@@ -19,7 +23,7 @@ func (img *Image) OfflinePartitions() int {
 	n := 0
 	for _, t := range img.Topics {
 		for _, p := range t.Partitions {
-			if p.Leader == NoLeader {
+			if p.Leader == meta.NoLeader {
 				n++
 			}
 		}
@@ -43,7 +47,7 @@ func (img *Image) UnderReplicated() int {
 
 // MinISR is the topic's min.insync.replicas, or def when unset or invalid.
 func (t TopicInfo) MinISR(def int) int {
-	if v, err := strconv.Atoi(t.Configs[ConfigMinISR]); err == nil && v > 0 {
+	if v, err := strconv.Atoi(t.Configs[meta.ConfigMinISR]); err == nil && v > 0 {
 		return v
 	}
 	return def
@@ -51,7 +55,7 @@ func (t TopicInfo) MinISR(def int) int {
 
 // UncleanElection is the topic's unclean.leader.election.enable, or def.
 func (t TopicInfo) UncleanElection(def bool) bool {
-	if v, err := strconv.ParseBool(t.Configs[ConfigUncleanElection]); err == nil {
+	if v, err := strconv.ParseBool(t.Configs[meta.ConfigUnclean]); err == nil {
 		return v
 	}
 	return def
@@ -77,7 +81,7 @@ func (img *Image) ISRSizes() map[string]int {
 	out := map[string]int{}
 	for _, t := range img.Topics {
 		for _, p := range t.Partitions {
-			out[t.Name+"/"+strconv.Itoa(int(p.Partition))] = len(p.ISR)
+			out[t.Name+"/"+strconv.Itoa(int(p.Index))] = len(p.ISR)
 		}
 	}
 	return out

@@ -2,11 +2,14 @@ package controller
 
 import (
 	"fmt"
-	"slices"
+
+	"gregor/cluster/meta"
 )
 
-// checkInvariants verifies the image invariants documented on
-// PartitionState. It runs after every apply (O(image size)).
+// checkInvariants verifies the image invariants: each partition's own
+// (meta.Partition.Check), and those only the image can check: a partition
+// stored where its topic and index say, and a leader that is a registered,
+// live broker. It runs after every apply (O(image size)).
 func checkInvariants(img *Image) error {
 	for name, t := range img.Topics {
 		if t.Name != name {
@@ -16,44 +19,20 @@ func checkInvariants(img *Image) error {
 			if err := checkPartition(img, p); err != nil {
 				return fmt.Errorf("%s/%d: %w", name, i, err)
 			}
-			if p.Partition != int32(i) || p.Topic != name {
-				return fmt.Errorf("%s/%d: stored as %s/%d", name, i, p.Topic, p.Partition)
+			if p.Index != int32(i) || p.Topic != name {
+				return fmt.Errorf("%s/%d: stored as %s/%d", name, i, p.Topic, p.Index)
 			}
 		}
 	}
 	return nil
 }
 
-func checkPartition(img *Image, p PartitionState) error {
-	if len(p.Replicas) == 0 {
-		return fmt.Errorf("no replicas")
+func checkPartition(img *Image, p meta.Partition) error {
+	if err := p.Check(); err != nil {
+		return err
 	}
-	for i, r := range p.Replicas {
-		if slices.Contains(p.Replicas[:i], r) {
-			return fmt.Errorf("replica %d twice in %v", r, p.Replicas)
-		}
-	}
-	if len(p.ISR) == 0 {
-		return fmt.Errorf("empty ISR")
-	}
-	for i, r := range p.ISR {
-		if !p.IsReplica(r) {
-			return fmt.Errorf("ISR %v not within replicas %v", p.ISR, p.Replicas)
-		}
-		if slices.Contains(p.ISR[:i], r) {
-			return fmt.Errorf("ISR member %d twice in %v", r, p.ISR)
-		}
-	}
-	if p.Leader != NoLeader {
-		if !p.InISR(p.Leader) {
-			return fmt.Errorf("leader %d outside ISR %v", p.Leader, p.ISR)
-		}
-		if !img.live(p.Leader) {
-			return fmt.Errorf("leader %d is not a live broker", p.Leader)
-		}
-	}
-	if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
-		return fmt.Errorf("negative epoch %d/%d", p.LeaderEpoch, p.PartitionEpoch)
+	if p.Leader != meta.NoLeader && !img.live(p.Leader) {
+		return fmt.Errorf("leader %d is not a live broker", p.Leader)
 	}
 	return nil
 }

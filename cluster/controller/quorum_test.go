@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/meta"
 )
 
 func TestQuorumElectsAndImagesConverge(t *testing.T) {
@@ -13,11 +15,11 @@ func TestQuorumElectsAndImagesConverge(t *testing.T) {
 	act := tc.active()
 	tc.waitUnfenced(1, 2, 3)
 	tc.mustCreate(topicSpec{name: "events", partitions: 3, rf: 3,
-		configs: map[string]string{ConfigMinISR: "2"}})
+		configs: map[string]string{meta.ConfigMinISR: "2"}})
 
 	img := tc.converged()
 	top, ok := img.Topics["events"]
-	if !ok || len(top.Partitions) != 3 || top.Configs[ConfigMinISR] != "2" {
+	if !ok || len(top.Partitions) != 3 || top.Configs[meta.ConfigMinISR] != "2" {
 		t.Fatalf("topic in converged image: %+v", top)
 	}
 	leaders := map[int32]bool{}

@@ -3,6 +3,8 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+
+	"gregor/cluster/meta"
 )
 
 // record is one entry of the replicated metadata log: an intent whose
@@ -88,5 +90,5 @@ type applyResult struct {
 
 type itemResult struct {
 	Code      int16
-	Partition PartitionState
+	Partition meta.Partition
 }

@@ -40,7 +40,9 @@ type Coordinator struct {
 	mu sync.Mutex
 	// shards are the partitions this broker leads, by partition.
 	// Invariant: a shard is present iff its Log reported leadership in the
-	// shard's epoch at the last poll.
+	// shard's epoch at the last poll. Not checked: leadership is the
+	// replica's, it changes between polls, and Poll is the one writer,
+	// computing the map from exactly that report.
 	shards map[int32]*shard
 	closed bool
 
@@ -167,7 +169,7 @@ func (c *Coordinator) shardFor(groupID string) (*shard, *kerr.Error) {
 		return nil, kerr.NotCoordinator
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	switch {
 	case s.unloaded:
 		return nil, kerr.NotCoordinator
@@ -188,7 +190,7 @@ func (c *Coordinator) loadedShards() (out []*shard, loading bool) {
 		} else if !s.unloaded {
 			out = append(out, s)
 		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 	return out, loading
 }
@@ -206,8 +208,9 @@ type shard struct {
 	mu sync.Mutex
 	// loading: the partition is being replayed; requests get
 	// COORDINATOR_LOAD_IN_PROGRESS. unloaded: leadership moved; requests get
-	// NOT_COORDINATOR. Invariant: once unloaded, groups is empty and no
-	// timer of this shard acts.
+	// NOT_COORDINATOR. Invariant: once unloaded, groups is empty (checked by
+	// shard.invariants) and no timer of this shard acts (after's guard; a
+	// timer that fired is gone, so there is no state to check).
 	loading, unloaded bool
 	groups            map[string]*Group
 	// lateMarkers are transaction ends CompleteTxn saw while loading,
@@ -282,7 +285,7 @@ func (s *shard) load() {
 		}
 	})
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if s.unloaded {
 		return
 	}
@@ -318,7 +321,7 @@ func (s *shard) load() {
 func (s *shard) unload() {
 	s.cancel()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	s.unloaded = true
 	for id, g := range s.groups {
 		g.stopTimers()
@@ -379,7 +382,7 @@ func (s *shard) writeBackground(recs []Record) {
 func (s *shard) after(d time.Duration, f func()) Timer {
 	return s.c.cfg.Clock.AfterFunc(d, func() {
 		s.mu.Lock()
-		defer s.mu.Unlock()
+		defer s.unlock()
 		if s.unloaded {
 			return
 		}

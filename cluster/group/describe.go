@@ -28,7 +28,7 @@ func (c *Coordinator) describe(id string) kmsg.DescribeGroupsResponseGroup {
 		return rg
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	g := s.groups[id]
 	if g == nil || !g.known {
 		rg.State = string(Dead)
@@ -69,7 +69,7 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 			lg.GroupType = "classic"
 			resp.Groups = append(resp.Groups, lg)
 		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 	return resp
 }

@@ -52,7 +52,9 @@ type member struct {
 	assignment []byte
 	// joinWait / syncWait hold a parked JoinGroup / SyncGroup answer.
 	// Invariant: each is nil or buffered with capacity 1, and is sent to at
-	// most once before being set to nil.
+	// most once before being set to nil (so it is empty while set); a
+	// JoinGroup is parked only in PreparingRebalance, a SyncGroup only in
+	// CompletingRebalance. invariants.go checks these and Group's.
 	joinWait chan *kmsg.JoinGroupResponse
 	syncWait chan *kmsg.SyncGroupResponse
 	// sessionTimer expires the member; timerSeq tells a stale firing.
@@ -112,16 +114,22 @@ type Group struct {
 	known        bool
 	protocolType string
 	protocol     string
-	// Invariant: generation never decreases while the group lives.
-	generation int32
-	// Invariant: leader == "" or leader is in members.
-	leader  string
+	// Invariant: generation never decreases while the group lives
+	// (checkedGeneration is the check's memory).
+	generation        int32
+	checkedGeneration int32
+	// Invariant: leader == "" or leader is in members; not "" after the
+	// join phase (CompletingRebalance, Stable).
+	leader string
+	// Invariant: keyed by member id; none in Empty or Dead; after the join
+	// phase every member supports protocol.
 	members map[string]*member
 	// pending are member ids handed out with MEMBER_ID_REQUIRED (KIP-394)
 	// that have not joined yet, with their expiry timers.
 	pending map[string]Timer
 	// static maps group.instance.id to the member id holding it.
-	// Invariant: every value is a key of members.
+	// Invariant: every value is a key of members whose member has that
+	// instance id, and every member with an instance id is in it.
 	static map[string]string
 	// rebalanceTimer ends a rebalance (rebalance timeout or initial delay).
 	rebalanceTimer Timer
@@ -131,7 +139,8 @@ type Group struct {
 	newJoins       int
 	delayRemaining time.Duration
 	// syncing: the leader's assignment is being written; a repeated
-	// SyncGroup from the leader does not write it again.
+	// SyncGroup from the leader does not write it again. Invariant: only in
+	// CompletingRebalance.
 	syncing bool
 	offsets map[TopicPartition]committed
 	// txnOffsets are offsets committed by transactions not yet ended, by

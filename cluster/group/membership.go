@@ -46,7 +46,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, clientID, host string, req 
 	}
 	s.mu.Lock()
 	r, ch := s.join(req, clientID, host)
-	s.mu.Unlock()
+	s.unlock()
 	if r != nil {
 		return ready(r)
 	}
@@ -138,7 +138,7 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	}
 	s.mu.Lock()
 	r, ch, write := s.sync(req)
-	s.mu.Unlock()
+	s.unlock()
 	if r != nil {
 		return ready(r)
 	}
@@ -150,7 +150,7 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 		_, e := s.write(ctx, write.recs)
 		s.mu.Lock()
 		s.finishSync(write, e)
-		s.mu.Unlock()
+		s.unlock()
 		return wait()
 	}
 }
@@ -257,7 +257,7 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 		return r
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	g := s.groups[req.Group]
 	var m *member
 	if g != nil {
@@ -299,7 +299,7 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 		return r
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	g := s.groups[req.Group]
 	for _, lm := range leaving {
 		rm := kmsg.NewLeaveGroupResponseMember()

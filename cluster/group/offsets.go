@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,7 +46,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	}
 	s.mu.Lock()
 	g, e := s.validateCommit(req)
-	s.mu.Unlock()
+	s.unlock()
 	if e != nil {
 		return ready(failAll(e))
 	}
@@ -75,7 +74,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			return failAll(e)
 		}
 		s.mu.Lock()
-		defer s.mu.Unlock()
+		defer s.unlock()
 		if s.unloaded || s.groups[g.id] != g {
 			return resp // committed in the log; the next load has it
 		}
@@ -173,7 +172,7 @@ func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGrou
 		return rg
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if s.unloaded {
 		rg.ErrorCode = kerr.NotCoordinator.Code
 		return rg
@@ -222,10 +221,7 @@ func sortedKeys(m map[TopicPartition]committed) []TopicPartition {
 		out = append(out, k)
 	}
 	slices.SortFunc(out, func(a, b TopicPartition) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Partition, b.Partition)
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out
 }
@@ -256,13 +252,13 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) *kerr.Error {
 	g := s.groups[id]
 	switch {
 	case s.unloaded:
-		s.mu.Unlock()
+		s.unlock()
 		return kerr.NotCoordinator
 	case g == nil || !g.known:
-		s.mu.Unlock()
+		s.unlock()
 		return kerr.GroupIDNotFound
 	case g.state != Empty:
-		s.mu.Unlock()
+		s.unlock()
 		return kerr.NonEmptyGroup
 	}
 	g.state = Dead
@@ -270,10 +266,10 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) *kerr.Error {
 	for _, k := range sortedKeys(g.offsets) {
 		recs = append(recs, offsetRecord(id, k.Topic, k.Partition, nil))
 	}
-	s.mu.Unlock()
+	s.unlock()
 	_, e = s.write(ctx, recs)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if s.groups[id] != g {
 		return e
 	}

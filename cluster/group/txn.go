@@ -66,7 +66,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	if len(ok) == 0 {
 		s.mu.Lock()
 		_, e := s.validateTxnCommit(req)
-		s.mu.Unlock()
+		s.unlock()
 		if e != nil {
 			return ready(failAll(e))
 		}
@@ -97,7 +97,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 			g.addTxnOffset(req.ProducerID, k, vals[i])
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if e != nil {
 		return ready(failAll(e))
 	}
@@ -105,7 +105,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	return func() *kmsg.TxnOffsetCommitResponse {
 		base, e := s.writeTxn(ctx, tl, w, recs)
 		s.mu.Lock()
-		defer s.mu.Unlock()
+		defer s.unlock()
 		if s.unloaded || s.groups[g.id] != g {
 			if e != nil {
 				return failAll(e)
@@ -239,7 +239,7 @@ func (c *Coordinator) CompleteTxn(partition int32, pid int64, commit bool) {
 		return // not the coordinator: the next load replays the marker
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if s.loading {
 		s.lateMarkers = append(s.lateMarkers, txnEnd{pid, commit})
 		return

@@ -5,6 +5,8 @@
 package meta
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 )
@@ -23,18 +25,71 @@ type Broker struct {
 	Epoch int64
 }
 
-// Partition is the replicated state of one partition.
-//
-// Invariant: ISR ⊆ Replicas and ISR non-empty.
-// Invariant: Leader == NoLeader or Leader ∈ ISR.
+// Partition is the replicated state of one partition: the controller's
+// image holds it, and brokers act on it (one type for both: see
+// controller.Image). Check verifies the invariants below.
 type Partition struct {
-	Topic          string
-	Index          int32
-	Replicas       []int32
-	ISR            []int32
-	Leader         int32
+	Topic string
+	Index int32
+	// Replicas is the assignment, in preference order; fixed at creation.
+	// Invariant: non-empty, no duplicates.
+	Replicas []int32
+	// Invariant: non-empty, no duplicates, ISR ⊆ Replicas.
+	ISR []int32
+	// Invariant: Leader == NoLeader or Leader ∈ ISR (an unclean election
+	// sets ISR = [Leader]). That a leader is a registered, live broker is
+	// an invariant of the controller's image, which knows the brokers.
+	Leader int32
+	// LeaderEpoch grows by one on every leader change (including to and
+	// from NoLeader); PartitionEpoch by one on every change of this state.
+	// Invariant: both >= 0.
 	LeaderEpoch    int32
 	PartitionEpoch int32
+}
+
+// InISR reports whether id is in the ISR.
+func (p Partition) InISR(id int32) bool { return slices.Contains(p.ISR, id) }
+
+// IsReplica reports whether id is in the assignment.
+func (p Partition) IsReplica(id int32) bool { return slices.Contains(p.Replicas, id) }
+
+// Clone copies p with its own Replicas and ISR, for a change that must not
+// touch a published image.
+func (p Partition) Clone() Partition {
+	p.Replicas = slices.Clone(p.Replicas)
+	p.ISR = slices.Clone(p.ISR)
+	return p
+}
+
+// Check returns the first broken invariant of a published partition state,
+// or nil. O(replicas²), replicas being a handful.
+func (p Partition) Check() error {
+	if len(p.Replicas) == 0 {
+		return errors.New("no replicas")
+	}
+	for i, r := range p.Replicas {
+		if slices.Contains(p.Replicas[:i], r) {
+			return fmt.Errorf("replica %d twice in %v", r, p.Replicas)
+		}
+	}
+	if len(p.ISR) == 0 {
+		return errors.New("empty ISR")
+	}
+	for i, r := range p.ISR {
+		if !slices.Contains(p.Replicas, r) {
+			return fmt.Errorf("ISR %v not within replicas %v", p.ISR, p.Replicas)
+		}
+		if slices.Contains(p.ISR[:i], r) {
+			return fmt.Errorf("ISR member %d twice in %v", r, p.ISR)
+		}
+	}
+	if p.Leader != NoLeader && !slices.Contains(p.ISR, p.Leader) {
+		return fmt.Errorf("leader %d outside ISR %v", p.Leader, p.ISR)
+	}
+	if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
+		return fmt.Errorf("negative epoch %d/%d", p.LeaderEpoch, p.PartitionEpoch)
+	}
+	return nil
 }
 
 // Topic is a topic with its partitions (index i at Partitions[i]).

@@ -42,15 +42,16 @@ type batch struct {
 
 type entry struct {
 	epoch int16
-	// Invariant: len(batches) <= CachedBatches, oldest first, sequences
-	// contiguous (each firstSeq follows the previous lastSeq), all of epoch.
+	// Invariant (checked by Invariants): len(batches) <= CachedBatches,
+	// oldest first, sequences contiguous (each firstSeq follows the
+	// previous lastSeq), all of epoch.
 	batches []batch
 	// coordinatorEpoch is that of the last marker written for the producer
 	// (-1 before any): a marker from an older coordinator is fenced.
 	coordinatorEpoch int32
 	// txnFirst is the first offset of the producer's ongoing transaction on
-	// this partition, -1 when none. Invariant: txnFirst >= 0 iff
-	// State.ongoing[pid] == txnFirst.
+	// this partition, -1 when none. Invariant (checked by Invariants):
+	// txnFirst >= 0 iff State.ongoing[pid] == txnFirst.
 	txnFirst int64
 }
 
@@ -94,10 +95,16 @@ type State struct {
 	// unreplicated are completed transactions whose marker is at or above the
 	// high watermark, in completion order: the LSO stays at their first
 	// offset until the marker is replicated (ProducerStateManager.unreplicatedTxns).
+	// Invariant (checked by Invariants): markers ascending, each after its
+	// transaction's first offset.
 	unreplicated []Txn
 	// aborted is the transaction index (Kafka's .txnindex): aborted
-	// transactions in marker order. Invariant: LastOffset ascending.
-	aborted   []Txn
+	// transactions in marker order. Invariant (checked by Invariants):
+	// LastOffset ascending, each after its FirstOffset; Aborted's binary
+	// search depends on it.
+	aborted []Txn
+	// verifying holds the producers whose transaction start awaits the
+	// coordinator's word. Invariant: every guard in (0, nextGuard].
 	verifying map[int64]*verification
 	nextGuard uint64
 }

@@ -106,10 +106,10 @@ func (p *Partition) TruncateTo(offset int64) error {
 		return err
 	}
 	p.hw = min(p.hw, p.log.LEO())
-	p.checkInvariants()
 	if err := p.rebuildProducers(); err != nil {
 		return err
 	}
+	p.checkInvariants()
 	p.wake()
 	return nil
 }
@@ -127,6 +127,7 @@ func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
 	if err := p.rebuildProducers(); err != nil {
 		return err
 	}
+	p.checkInvariants()
 	p.wake()
 	return nil
 }

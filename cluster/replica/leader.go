@@ -104,6 +104,7 @@ func (p *Partition) ReadForFollower(replicaID int32, offset int64, maxBytes int,
 	f.leo = offset
 	p.maybeAdvanceHW()
 	expand := p.maybeExpandISR(replicaID, f)
+	p.checkInvariants()
 	res.HW, res.LSO = p.hw, p.lso()
 	p.mu.Unlock()
 	expand()
@@ -160,6 +161,7 @@ func (p *Partition) ClearPendingISR() {
 	defer p.mu.Unlock()
 	p.pendingISR = nil
 	p.maybeAdvanceHW()
+	p.checkInvariants()
 }
 
 // MaybeShrinkISR removes followers that have not been caught up for
@@ -188,6 +190,7 @@ func (p *Partition) MaybeShrinkISR() bool {
 		return false
 	}
 	call := p.requestISR(keep)
+	p.checkInvariants()
 	p.mu.Unlock()
 	call()
 	return true

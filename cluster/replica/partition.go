@@ -9,7 +9,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -95,13 +94,16 @@ type Partition struct {
 	state meta.Partition
 	// minISR is the topic's min.insync.replicas.
 	minISR int
-	// Invariant: hw <= log.LEO(). On the leader hw never decreases while it
-	// stays leader in one epoch.
-	hw int64
+	// Invariant: 0 <= hw <= log.LEO(). On the leader hw never decreases
+	// while it stays leader in one epoch (hwMark is what checks it).
+	hw     int64
+	hwMark hwMark
 	// followers is the leader's view of each other replica (nil on followers).
+	// Invariant: on the leader, one entry per other replica.
 	followers map[int32]*follower
 	// pendingISR is an ISR the leader has asked for and not yet seen
-	// published. While an expansion is pending the HW counts the new member
+	// published. Invariant: nil off the leader; it keeps the leader and
+	// stays within the replicas. While an expansion is pending the HW counts the new member
 	// too (Kafka's "maximal ISR"), so it can only be more conservative.
 	pendingISR []int32
 	producers  *producer.State
@@ -180,14 +182,6 @@ func (p *Partition) Watch() <-chan struct{} {
 	return p.watch()
 }
 
-// checkInvariants panics on a broken invariant: continuing would corrupt
-// what the harness is testing. Caller holds mu.
-func (p *Partition) checkInvariants() {
-	if leo := p.log.LEO(); p.hw > leo {
-		panic(fmt.Sprintf("%s/%d: invariant HW <= LEO broken: hw=%d leo=%d", p.Topic, p.Index, p.hw, leo))
-	}
-}
-
 // Update applies the controller's published state for this partition: a new
 // leader epoch makes this replica leader or follower; a new partition epoch
 // with the same leader epoch is an ISR change.
@@ -225,6 +219,7 @@ func (p *Partition) Update(st meta.Partition, minISR int) {
 	if st.Leader == me {
 		p.maybeAdvanceHW()
 	}
+	p.checkInvariants()
 	p.wake()
 }
 
@@ -315,23 +310,19 @@ func (p *Partition) maybeAdvanceHW() {
 	}
 }
 
-// ErrNotLeader and friends map to Kafka errors at the wire.
-var (
-	ErrClosed = errors.New("partition closed")
-)
-
 // AppendResult is the outcome of a leader append.
 type AppendResult struct {
+	// BaseOffset is the first offset written (or, for a retried duplicate,
+	// first written the first time).
 	BaseOffset int64
 	// EndOffset is one past the last offset written: acks=all waits for the
 	// HW to reach it.
-	EndOffset   int64
-	Epoch       int32
-	LogStart    int64
-	Duplicate   bool
-	AppendTime  int64
-	NumRecords  int
-	BytesAppend int
+	EndOffset int64
+	// Epoch is the leader epoch the batch was appended in: acks=all fails
+	// if leadership moves on before the HW reaches EndOffset.
+	Epoch int32
+	// LogStart is the log start offset, which Produce responses carry.
+	LogStart int64
 }
 
 // AppendOptions qualify a leader append.
@@ -379,7 +370,7 @@ func (p *Partition) AppendAsLeader(records []byte, opts AppendOptions) (AppendRe
 			return AppendResult{}, kerr.InvalidRecord
 		}
 	}
-	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset(), AppendTime: -1}
+	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset()}
 	// Idempotence: Kafka producers send one batch per partition per request,
 	// so a request is either wholly a duplicate or wholly new.
 	if len(items) == 1 {
@@ -389,7 +380,7 @@ func (p *Partition) AppendAsLeader(records []byte, opts AppendOptions) (AppendRe
 			return AppendResult{}, v.Err
 		}
 		if v.Duplicate {
-			res.BaseOffset, res.EndOffset, res.Duplicate = v.FirstOffset, v.LastOffset+1, true
+			res.BaseOffset, res.EndOffset = v.FirstOffset, v.LastOffset+1
 			return res, nil
 		}
 	} else {
@@ -408,7 +399,6 @@ func (p *Partition) AppendAsLeader(records []byte, opts AppendOptions) (AppendRe
 		storage.SetPartitionLeaderEpoch(it.batch, p.state.LeaderEpoch)
 		items[i].h.BaseOffset = next
 		next += int64(it.h.LastOffsetDelta) + 1
-		res.NumRecords += int(it.h.NumRecords)
 	}
 	total := 0
 	for _, it := range items {
@@ -423,8 +413,8 @@ func (p *Partition) AppendAsLeader(records []byte, opts AppendOptions) (AppendRe
 		p.recordBatch(it.h, nil)
 	}
 	res.EndOffset = next
-	res.BytesAppend = len(buf)
 	p.maybeAdvanceHW()
+	p.checkInvariants()
 	p.wake()
 	return res, nil
 }
@@ -469,7 +459,7 @@ func (p *Partition) AppendMarker(pid int64, epoch int16, m storage.Marker, txnVe
 	if e := p.leaderAppendable(-1); e != nil {
 		return AppendResult{}, e
 	}
-	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset(), AppendTime: -1}
+	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset()}
 	v := p.producers.CheckMarker(pid, epoch, m, txnVersion)
 	if v.Err != nil {
 		return AppendResult{}, v.Err
@@ -477,7 +467,7 @@ func (p *Partition) AppendMarker(pid int64, epoch int16, m storage.Marker, txnVe
 	if v.AlreadyWritten {
 		// Answer once everything up to here, the earlier marker included,
 		// is committed.
-		res.BaseOffset, res.EndOffset, res.Duplicate = p.log.LEO(), p.log.LEO(), true
+		res.BaseOffset, res.EndOffset = p.log.LEO(), p.log.LEO()
 		return res, nil
 	}
 	b := storage.EncodeMarker(pid, epoch, m, now)
@@ -491,8 +481,9 @@ func (p *Partition) AppendMarker(pid int64, epoch int16, m storage.Marker, txnVe
 	t := p.producers.RecordMarker(pid, epoch, m, off)
 	p.logger().Debug("transaction marker written", "producer", pid, "epoch", epoch, "marker", m.String(), "offset", off,
 		"coordinator_epoch", m.CoordinatorEpoch, "first_offset", txnFirst(t))
-	res.BaseOffset, res.EndOffset, res.NumRecords, res.BytesAppend = off, off+1, 1, len(b)
+	res.BaseOffset, res.EndOffset = off, off+1
 	p.maybeAdvanceHW()
+	p.checkInvariants()
 	p.wake()
 	return res, nil
 }

@@ -20,6 +20,7 @@ func (l *Log) Append(batches []byte) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.assertInvariants()
 	if err := l.usable(); err != nil {
 		return err
 	}

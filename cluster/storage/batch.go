@@ -44,12 +44,12 @@ var ErrCorrupt = errors.New("corrupt record batch")
 // BatchHeader is the fixed part of a v2 record batch; records themselves are never decoded here.
 type BatchHeader struct {
 	BaseOffset           int64
-	Length               int32 // bytes after the Length field; Invariant: minBatchLength <= Length <= MaxBatchLength
+	Length               int32 // bytes after the Length field; Invariant (checked by ParseBatchHeader): minBatchLength <= Length <= MaxBatchLength
 	PartitionLeaderEpoch int32
 	Magic                int8
 	CRC                  uint32 // CRC-32C over attributes..end of batch
 	Attributes           int16
-	LastOffsetDelta      int32 // Invariant (checked by ForEachBatch): >= 0
+	LastOffsetDelta      int32 // Invariant (checked by checkBatch, under ForEachBatch and recovery): >= 0
 	FirstTimestamp       int64
 	MaxTimestamp         int64
 	ProducerID           int64

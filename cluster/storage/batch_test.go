@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-func TestNewTestBatchDecodesWithKmsg(t *testing.T) {
-	b := NewTestBatchAt(42, 7, 1234, []byte("a"), []byte("bc"), nil)
+func TestNewBatchDecodesWithKmsg(t *testing.T) {
+	b := NewBatchAt(42, 7, 1234, []byte("a"), []byte("bc"), nil)
 	h, err := ParseBatchHeader(b)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestForEachBatchSplitsAndValidates(t *testing.T) {
 }
 
 func TestSetHeaderFieldsKeepCRC(t *testing.T) {
-	b := NewTestBatchAt(0, 0, 5000, []byte("x"), []byte("y"), []byte("z"), []byte("w"))
+	b := NewBatchAt(0, 0, 5000, []byte("x"), []byte("y"), []byte("z"), []byte("w"))
 	orig := append([]byte(nil), b...)
 	SetBaseOffset(b, 1<<40)
 	SetPartitionLeaderEpoch(b, 99)

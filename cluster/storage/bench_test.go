@@ -14,7 +14,7 @@ func benchBatch(base int64, n int) []byte {
 	for i := range vals {
 		vals[i] = bytes.Repeat([]byte{'x'}, 100)
 	}
-	return NewTestBatchAt(base, 1, 1_700_000_000_000, vals...)
+	return NewBatchAt(base, 1, 1_700_000_000_000, vals...)
 }
 
 // BenchmarkAppend appends batches of 100-byte records; SetBaseOffset reuses one batch the way

@@ -54,7 +54,7 @@ func TestOffsetForTimestampAndScanBatches(t *testing.T) {
 	l := openLog(t, dir, opts)
 	for i := range 20 { // batch i has timestamp 100*(i+1), offsets [2i, 2i+2)
 		off := l.LEO()
-		if err := l.Append(NewTestBatchAt(off, 0, int64(100*(i+1)), val(off), val(off+1))); err != nil {
+		if err := l.Append(NewBatchAt(off, 0, int64(100*(i+1)), val(off), val(off+1))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -49,7 +49,7 @@ func EncodeMarker(producerID int64, producerEpoch int16, m Marker, now time.Time
 	}
 	key := binary.BigEndian.AppendUint16(make([]byte, 2, 4), uint16(typ)) // version 0, type
 	val := binary.BigEndian.AppendUint32(make([]byte, 2, 6), uint32(m.CoordinatorEpoch))
-	return TestBatch{
+	return Batch{
 		Timestamp: now.UnixMilli(), ProducerID: producerID, ProducerEpoch: producerEpoch, BaseSequence: -1,
 		Attributes: AttrTransactional | AttrControl, Keys: [][]byte{key}, Values: [][]byte{val},
 	}.Encode()

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -14,8 +15,8 @@ type EpochEntry struct {
 }
 
 // epochCache is the leader-epoch cache, persisted like Kafka's leader-epoch-checkpoint.
-// Invariant: Epoch and StartOffset both strictly increase along entries, every StartOffset is
-// >= 0 and <= LEO.
+// Invariant (epochCache.invariants): Epoch and StartOffset both strictly increase along entries,
+// every Epoch is >= 0 and every StartOffset within [log start offset, LEO].
 type epochCache struct {
 	entries []EpochEntry
 }
@@ -69,7 +70,7 @@ func (c *epochCache) truncateFromStart(start int64) bool {
 func (c *epochCache) endOffsetFor(epoch int32, leo int64) (int32, int64) {
 	// i is the first entry with an epoch above the requested one.
 	i, _ := slices.BinarySearchFunc(c.entries, epoch+1, func(e EpochEntry, t int32) int {
-		return cmpInt32(e.Epoch, t)
+		return cmp.Compare(e.Epoch, t)
 	})
 	if epoch < 0 || i == 0 {
 		return -1, -1
@@ -78,29 +79,6 @@ func (c *epochCache) endOffsetFor(epoch int32, leo int64) (int32, int64) {
 		return c.entries[i-1].Epoch, leo
 	}
 	return c.entries[i-1].Epoch, c.entries[i].StartOffset
-}
-
-func cmpInt32(a, b int32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func (c *epochCache) check() error {
-	for i := 1; i < len(c.entries); i++ {
-		p, e := c.entries[i-1], c.entries[i]
-		if e.Epoch <= p.Epoch || e.StartOffset <= p.StartOffset {
-			return fmt.Errorf("epoch entries %v then %v do not both increase", p, e)
-		}
-	}
-	if len(c.entries) > 0 && c.entries[0].StartOffset < 0 {
-		return fmt.Errorf("epoch entry %v starts below 0", c.entries[0])
-	}
-	return nil
 }
 
 func loadEpochCache(dir string) (*epochCache, error) {
@@ -120,7 +98,7 @@ func loadEpochCache(dir string) (*epochCache, error) {
 		}
 		c.entries = append(c.entries, EpochEntry{Epoch: int32(e), StartOffset: o})
 	}
-	if err := c.check(); err != nil {
+	if err := c.ordered(); err != nil {
 		return nil, fmt.Errorf("%s: %w", epochCheckpointFile, err)
 	}
 	return c, nil
@@ -140,6 +118,7 @@ func (c *epochCache) save(dir string) error {
 func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.assertInvariants()
 	if err := l.usable(); err != nil {
 		return err
 	}

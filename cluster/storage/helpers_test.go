@@ -28,7 +28,7 @@ func batchAt(base int64, epoch int32, n int) []byte {
 	for i := range vals {
 		vals[i] = val(base + int64(i))
 	}
-	return NewTestBatch(base, epoch, vals...)
+	return NewBatch(base, epoch, vals...)
 }
 
 // appendBatches appends count batches of perBatch records at LEO, one Append each.

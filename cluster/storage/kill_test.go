@@ -8,11 +8,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gregor/cluster/invariant"
 )
 
 // The child half of TestSIGKILL: it appends 10 synced and 10 unsynced records, says "ready" and
 // waits to be killed.
 func TestMain(m *testing.M) {
+	invariant.Enable()
 	if dir := os.Getenv("STORAGE_KILL_CHILD_DIR"); dir != "" {
 		lazy, _ := strconv.ParseBool(os.Getenv("STORAGE_KILL_CHILD_LAZY"))
 		l, err := Open(dir, Options{LazyFS: lazy})

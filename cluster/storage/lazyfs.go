@@ -41,6 +41,7 @@ func (l *Log) writeback() {
 func (l *Log) writebackExpired() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.assertInvariants()
 	if l.closed.Load() {
 		return nil
 	}

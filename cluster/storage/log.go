@@ -27,8 +27,9 @@ type Log struct {
 	// mu guards everything below: writers take it exclusively, Read and friends shared.
 	mu sync.RWMutex
 	// segs holds the segments in offset order; the last is the active one.
-	// Invariant: len(segs) >= 1 while open; segs[i+1].base == segs[i].next; every segment but
-	// the last is non-empty and fully synced.
+	// Invariant (invariants.go, as are those of segment and epochCache): len(segs) >= 1 while
+	// open; segs[i+1].base == segs[i].next; every segment but the last is non-empty and fully
+	// synced.
 	segs   []*segment
 	epochs *epochCache
 	// unsyncedRecords counts records appended since the last fsync, for FsyncEveryN.
@@ -63,6 +64,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		}
 		return nil, err
 	}
+	l.assertInvariants() // the recovered log, epochs included (load checked the segments already)
 	if opts.LazyFS && opts.WritebackDelay > 0 {
 		l.stopWB, l.wbDone = make(chan struct{}), make(chan struct{})
 		go l.writeback()
@@ -138,6 +140,7 @@ func (l *Log) countFsync() { l.fsyncs.Add(1) }
 func (l *Log) Sync() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.assertInvariants()
 	if err := l.usable(); err != nil {
 		return err
 	}

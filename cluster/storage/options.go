@@ -24,7 +24,7 @@ const (
 // FsyncPolicy is a FsyncMode with its parameter.
 type FsyncPolicy struct {
 	Mode FsyncMode
-	N    int // records between fsyncs for FsyncEveryN; Invariant: N >= 1 when Mode == FsyncEveryN
+	N    int // records between fsyncs for FsyncEveryN; Invariant (checked by Options.withDefaults): N >= 1 when Mode == FsyncEveryN
 }
 
 // String renders the policy in the form ParseFsyncPolicy accepts.

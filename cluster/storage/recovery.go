@@ -138,7 +138,7 @@ func (l *Log) load() error {
 		}
 	}
 	// Only the active segment may grow; the others must be synced (rolls guarantee it on disk).
-	if err := l.checkInvariants(); err != nil {
+	if err := l.segmentInvariants(); err != nil {
 		return err
 	}
 
@@ -162,18 +162,6 @@ func (l *Log) load() error {
 		hw = 0
 	}
 	l.recoveredHW = min(max(hw, l.startOffset()), leo)
-	return nil
-}
-
-func (l *Log) checkInvariants() error {
-	for i, s := range l.segs {
-		if i > 0 && l.segs[i-1].next != s.base {
-			return l.errf("segment %d does not continue %d (ends at %d)", s.base, l.segs[i-1].base, l.segs[i-1].next)
-		}
-		if (s.size == 0) != (s.next == s.base) {
-			return l.errf("segment %d: size %d but offsets [%d, %d)", s.base, s.size, s.base, s.next)
-		}
-	}
 	return nil
 }
 

@@ -14,6 +14,7 @@ import "time"
 func (l *Log) EnforceRetention(now time.Time) (deletedSegments int, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.assertInvariants()
 	if err := l.usable(); err != nil {
 		return 0, err
 	}

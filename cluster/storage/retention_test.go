@@ -77,13 +77,13 @@ func TestRetentionByTime(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{SegmentBytes: 600, RetentionMs: 1000}
 	l := openLog(t, dir, opts)
-	bs := int64(len(NewTestBatchAt(0, 0, 0, val(0), val(1))))
+	bs := int64(len(NewBatchAt(0, 0, 0, val(0), val(1))))
 	perSeg := 600 / bs // batches per segment
 	// Segment timestamps (ms): old, old, new, old, then the active segment (old).
 	stamps := []int64{100, 200, 5000, 300, 400}
 	for _, ts := range stamps {
 		for range perSeg {
-			if err := l.Append(NewTestBatchAt(l.LEO(), 0, ts, val(l.LEO()), val(l.LEO()+1))); err != nil {
+			if err := l.Append(NewBatchAt(l.LEO(), 0, ts, val(l.LEO()), val(l.LEO()+1))); err != nil {
 				t.Fatal(err)
 			}
 		}

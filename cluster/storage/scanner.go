@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"gregor/cluster/invariant"
 )
 
 // errTorn marks a batch cut short by the end of the data: the tail a crash leaves.
@@ -14,7 +16,7 @@ var errTorn = fmt.Errorf("%w: torn batch", ErrCorrupt)
 type scanner struct {
 	seg *segment
 	pos int64 // position of the next batch
-	end int64 // Invariant: pos <= end <= seg.size
+	end int64 // Invariant (checked by next when checks are on): pos <= end <= seg.size
 	// buf[:n] holds segment bytes [winPos, winPos+n). Its capacity is the read chunk; it grows
 	// only to hold one batch larger than the chunk, which end bounds.
 	buf    []byte
@@ -57,6 +59,10 @@ func (s *scanner) window(pos int64, n int) ([]byte, error) {
 // by the end returns an error wrapping errTorn; a bad one an error wrapping ErrCorrupt.
 func (s *scanner) next(withBody bool) (h BatchHeader, batch []byte, pos int64, err error) {
 	pos = s.pos
+	if invariant.On() && (pos > s.end || s.end > s.seg.size) {
+		// Readers hold the Log's lock shared, so nothing may shrink the segment mid-scan.
+		invariant.Must("storage scanner "+s.seg.logPath, fmt.Errorf("position %d, end %d, segment size %d", pos, s.end, s.seg.size))
+	}
 	if pos >= s.end {
 		return h, nil, pos, io.EOF
 	}

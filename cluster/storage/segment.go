@@ -25,6 +25,7 @@ type pendMark struct {
 }
 
 // segment is one <base>.log file and its sparse <base>.index. The Log's mutex guards every field.
+// segment.invariants (invariants.go) checks the invariants below.
 type segment struct {
 	base    int64
 	logPath string
@@ -41,19 +42,26 @@ type segment struct {
 	flushed int64 // bytes written to the file
 	synced  int64 // bytes covered by an fsync (or found on disk at Open)
 	// pending holds LazyFS bytes [flushed, size): the model's page cache, lost by Crash or a kill.
-	// Invariant: only the active (last) segment has pending bytes; a roll syncs the old one.
+	// Invariant: only the active (last) segment has pending bytes; a roll syncs the old one
+	// (checked by Log.segmentInvariants).
 	pending []byte
-	// marks covers pending in append order. Invariant: ends strictly increase, and the last end is
-	// size when pending is not empty; len(marks) is bounded by coalescing (see addPending).
+	// marks covers pending in append order. Invariant: ends strictly increase within
+	// (flushed, size], and the last end is size when pending is not empty; no marks without
+	// pending bytes. len(marks) is bounded by coalescing (see addPending), a bound that depends
+	// on the clock and so is not checked.
 	marks []pendMark
 
 	// idx is the sparse offset index. Invariant: rel and pos strictly increase; pos < size; each
-	// entry points at the start of a batch whose base offset is base+rel.
+	// entry points at the start of a batch whose base offset is base+rel (checked for the last
+	// entry, one read; earlier entries were the last one when they were made, and only
+	// truncation removes entries).
 	idx []indexEntry
-	// idxPersisted entries of idx are in the index file. Invariant: idxPersisted <= len(idx).
+	// idxPersisted entries of idx are in the index file. Invariant: idxPersisted <= len(idx), and
+	// they point into flushed bytes. That the file holds exactly them is not checked: it would
+	// read the file on every change; Open checks the file and rebuilds it when it is wrong.
 	idxPersisted int
 	// lastIndexedPos is the position of the last index entry (0 when none): the next entry is
-	// due once a batch starts IndexIntervalBytes or more past it.
+	// due once a batch starts IndexIntervalBytes or more past it. Invariant: as said.
 	lastIndexedPos int64
 
 	// maxTs is the largest batch MaxTimestamp in the segment, valid when maxTsKnown (segments

@@ -9,6 +9,7 @@ package storage
 func (l *Log) TruncateTo(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.assertInvariants()
 	if err := l.usable(); err != nil {
 		return err
 	}
@@ -64,6 +65,7 @@ func (l *Log) TruncateTo(offset int64) error {
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.assertInvariants()
 	if err := l.usable(); err != nil {
 		return err
 	}

@@ -36,8 +36,6 @@ func register(key int16, min, max int16, h handlerFunc) {
 	}{versionRange{min, max}, h}
 }
 
-var errUnsupported = errors.New("unsupported api key or version")
-
 // decode parses a request frame. For a request we do not implement it returns
 // no request but a reply that tells the client UNSUPPORTED_VERSION and closes
 // the connection (Kafka closes it without a word; a clear error is kinder).

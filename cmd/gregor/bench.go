@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"gregor/bench"
+	"gregor/harness"
 )
 
 func init() { subcommands = append(subcommands, benchCmd) }
@@ -48,8 +49,7 @@ the machine is shared and noisy.`,
 				return err
 			}
 			defer ref.Close()
-			o := clusterOpts{nodes: 1, runtime: "process", minISR: 1, fsync: "never", lagMax: 30 * time.Second}
-			c, err := pickAndStart(ctx, &o, "bench", bin, cmd)
+			c, err := pickAndStart(ctx, "process", harness.DefaultCluster(), "bench", bin, cmd)
 			if err != nil {
 				return err
 			}
@@ -77,8 +77,9 @@ the machine is shared and noisy.`,
 			}
 			if !skipReplicated {
 				c.Close(context.Background())
-				o3 := clusterOpts{nodes: 3, runtime: "process", minISR: 2, fsync: "never", lagMax: 30 * time.Second}
-				c3, err := pickAndStart(ctx, &o3, "bench3", bin, cmd)
+				c3cfg := harness.DefaultCluster()
+				c3cfg.Nodes, c3cfg.MinISR = 3, 2
+				c3, err := pickAndStart(ctx, "process", c3cfg, "bench3", bin, cmd)
 				if err != nil {
 					return err
 				}

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"gregor/checker"
-	"gregor/history"
+	"gregor/harness"
 )
 
 func init() { subcommands = append(subcommands, newCheckCmd) }
@@ -24,6 +20,9 @@ const (
 	checkForbidden = 1
 	checkBadInput  = 2
 	checkUnknown   = 3
+	// storeFailed: gregor run could not write its store (read-only, disk
+	// full); the error names the path. What was written stays readable.
+	storeFailed = 4
 )
 
 func newCheckCmd() *cobra.Command {
@@ -37,7 +36,7 @@ func newCheckCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check HISTORY.jsonl",
 		Short: "Check a recorded history for lost, duplicated and reordered records",
-		Long: `Check reads a history (JSON Lines, DESIGN section 4) and prints the result as JSON:
+		Long: `Check reads a history (JSON Lines, DESIGN.md section 4) and prints the result as JSON:
 {"valid": true|false|"unknown", "anomalies": {...}, "counts": {...}, "forbidden": {...},
  "allowed": {...}, "linearizability": {...}, "availability": {...}, ...}
 
@@ -45,7 +44,13 @@ The configuration the history was recorded under decides which anomalies are
 forbidden (a bug in the system under test) and which are allowed (an unsafe
 configuration demonstrated). It is read from --config, else from test.json
 beside the history; without either, every anomaly is treated as forbidden and
-the output says so.
+the output says so. metadata.jsonl beside the history, when there is one,
+feeds the under-min-isr-ack check.
+
+A damaged file: the last line of the history or of metadata.jsonl, when it
+has no newline and does not parse, is a write a crash cut short; it is
+dropped with a warning. Any other line that does not parse is an error naming
+the file and the line (exit 2).
 
 Exit status:
   0  valid: no forbidden anomaly, every check finished
@@ -56,43 +61,14 @@ Exit status:
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
-			cfg, note, err := loadCheckConfig(path, configPath)
+			run, res, err := harness.CheckRun(path, harness.CheckOptions{Config: configPath,
+				Checker: checker.Options{MaxExamples: maxExamples, KeyTimeout: keyTimeout, Window: window, OutDir: vizDir}})
 			if err != nil {
 				return &exitError{checkBadInput, err}
 			}
-			ops, lines, warnings, err := history.ReadFile(path)
-			if err != nil {
-				return &exitError{checkBadInput, fmt.Errorf("%s: %w", path, err)}
+			for _, w := range run.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gregor check: warning: %s\n", w)
 			}
-			for _, w := range warnings {
-				fmt.Fprintf(cmd.ErrOrStderr(), "gregor check: warning: %s: %s\n", path, w)
-			}
-			if vizDir == "" {
-				vizDir = filepath.Dir(path)
-			}
-			// metadata.jsonl beside the history, when the run wrote one,
-			// feeds the under-min-isr-ack check.
-			md, mdWarnings, mdErr := history.ReadMetadataFile(filepath.Join(filepath.Dir(path), history.MetadataFile))
-			if mdErr != nil && !errors.Is(mdErr, fs.ErrNotExist) {
-				return &exitError{checkBadInput, fmt.Errorf("%s: %w (move it away to check without metadata)", history.MetadataFile, mdErr)}
-			}
-			for _, w := range mdWarnings {
-				fmt.Fprintf(cmd.ErrOrStderr(), "gregor check: warning: %s: %s\n", history.MetadataFile, w)
-			}
-			res, err := checker.Check(ops, cfg, checker.Options{MaxExamples: maxExamples, KeyTimeout: keyTimeout,
-				Window: window, OutDir: vizDir, ConfigNote: note, Metadata: md})
-			var ie *checker.InputError
-			if errors.As(err, &ie) {
-				line := 0
-				if ie.Pos >= 0 && ie.Pos < len(lines) {
-					line = lines[ie.Pos]
-				}
-				return &exitError{checkBadInput, fmt.Errorf("%s: line %d: %s", path, line, ie.Error())}
-			}
-			if err != nil {
-				return &exitError{checkBadInput, err}
-			}
-			res.Warnings = append(warnings, res.Warnings...)
 			if _, err := cmd.OutOrStdout().Write(append(res.JSON(), '\n')); err != nil {
 				return err
 			}
@@ -118,22 +94,4 @@ Exit status:
 	cmd.Flags().DurationVar(&keyTimeout, "key-timeout", 30*time.Second, "porcupine time budget per key; a key that runs out is unknown")
 	cmd.Flags().IntVar(&window, "window", 256, "operations per porcupine window")
 	return cmd
-}
-
-// loadCheckConfig finds the configuration: the flag, else test.json beside
-// the history, else none.
-func loadCheckConfig(historyPath, flag string) (*history.Config, string, error) {
-	path := flag
-	if path == "" {
-		beside := filepath.Join(filepath.Dir(historyPath), "test.json")
-		if _, err := os.Stat(beside); err != nil {
-			return nil, "none: no --config and no test.json beside the history; every anomaly is treated as forbidden", nil
-		}
-		path = beside
-	}
-	cfg, err := history.ReadConfig(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("config: %w", err)
-	}
-	return cfg, "from " + path, nil
 }

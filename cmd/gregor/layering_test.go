@@ -29,6 +29,9 @@ var layers = map[string]int{
 	"history":   0,
 	"cluster":   0,
 	"bench":     0,
+	// internal holds stdlib-only helpers every floor may use (one
+	// context-aware sleep); it imports nothing of gregor.
+	"internal": -1,
 }
 
 // TestLayering reads every non-test Go file's imports and fails on an import
@@ -97,5 +100,50 @@ func TestLayering(t *testing.T) {
 	}
 	if files < 50 {
 		t.Fatalf("read only %d Go files under %s: the walk missed the tree", files, root)
+	}
+}
+
+// TestReadmeLayoutMatchesLayers holds the README's layout section to the
+// floors table above: every top-level folder on its floor, no other.
+func TestReadmeLayoutMatchesLayers(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, "## Layout")
+	if i < 0 {
+		t.Fatal("README.md has no Layout section")
+	}
+	start := strings.Index(doc[i:], "```\n")
+	if start < 0 {
+		t.Fatal("README.md's Layout section has no block")
+	}
+	block := doc[i+start+4:]
+	block = block[:strings.Index(block, "```")]
+	got := map[string]int{}
+	floor := -1
+	for _, line := range strings.Split(block, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if n, err := strconv.Atoi(f[0]); err == nil {
+			floor, f = n, f[1:]
+		}
+		if len(f) == 0 || !strings.HasSuffix(f[0], "/") || strings.Contains(strings.TrimSuffix(f[0], "/"), "/") && !strings.HasPrefix(f[0], "cmd/") {
+			continue // a continuation line, or a subfolder named in passing
+		}
+		got[strings.Split(f[0], "/")[0]] = floor
+	}
+	for dir, want := range layers {
+		if fl, ok := got[dir]; !ok || fl != want {
+			t.Errorf("README layout: %s/ on floor %d (listed: %v), the layering table has it on floor %d", dir, fl, ok, want)
+		}
+	}
+	for dir := range got {
+		if _, ok := layers[dir]; !ok {
+			t.Errorf("README layout lists %s/, which the layering table does not place", dir)
+		}
 	}
 }

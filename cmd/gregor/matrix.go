@@ -21,6 +21,7 @@ func matrixCmd() *cobra.Command {
 	var (
 		config, shard, out, runtimeName string
 		parallel                        int
+		resume                          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "matrix --config MATRIX.yaml [--shard i/n] [--parallel N]",
@@ -30,7 +31,9 @@ runs each with 'gregor run' in its own process, N at a time, with a progress
 line. A cell that crashes is recorded as crashed with its log and the matrix
 goes on. Writes OUT/index.html (rows per configuration, columns per nemesis),
 OUT/results.json, OUT/junit.xml, and each run's store and report under
-OUT/runs/. Exits 1 only when a cell shows a forbidden anomaly or crashed;
+OUT/runs/. A matrix killed part-way (Ctrl-C, SIGKILL, a lost machine) and
+run again with --resume into the same --out runs only the cells that did not
+finish; its report is the uninterrupted run's. Exits 1 only when a cell shows a forbidden anomaly or crashed;
 allowed anomalies are findings ("unsafe configuration demonstrated").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -63,7 +66,7 @@ allowed anomalies are findings ("unsafe configuration demonstrated").`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fmt.Fprintf(cmd.ErrOrStderr(), "matrix %s: %d cells, %d at a time\n", spec.Name, len(cells), max(1, parallel))
-			r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: cmd.ErrOrStderr()}
+			r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: cmd.ErrOrStderr(), Resume: resume}
 			if runtimeName != "" {
 				r.ExtraArgs = append(r.ExtraArgs, "--runtime", runtimeName)
 			}
@@ -78,7 +81,7 @@ allowed anomalies are findings ("unsafe configuration demonstrated").`,
 					fmt.Fprintf(cmd.OutOrStdout(), "FAILED %s | %s | seed %d: %s %s\n", c.Config, c.Nemesis, c.Seed, c.Valid, strings.Join(c.Forbidden, ","))
 				}
 			}
-			abs, _ := filepath.Abs(filepath.Join(out, "index.html"))
+			abs, _ := filepath.Abs(filepath.Join(out, reports.MatrixIndex))
 			fmt.Fprintf(cmd.OutOrStdout(), "matrix report: %s (%d cells, %d failed)\n", abs, len(results), failed)
 			if failed > 0 {
 				return &exitError{1, fmt.Errorf("%d of %d cells showed a forbidden anomaly or crashed", failed, len(results))}
@@ -91,5 +94,6 @@ allowed anomalies are findings ("unsafe configuration demonstrated").`,
 	cmd.Flags().IntVar(&parallel, "parallel", 1, "cells run at once")
 	cmd.Flags().StringVar(&out, "out", "", "output directory (default store/matrix-NAME)")
 	cmd.Flags().StringVar(&runtimeName, "runtime", "", "runtime for every cell (default: gregor run's auto)")
+	cmd.Flags().BoolVar(&resume, "resume", false, "reuse the cells an interrupted matrix into the same --out finished (same arguments) and run the rest")
 	return cmd
 }

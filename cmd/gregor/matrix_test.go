@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var (
@@ -116,4 +117,105 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A matrix killed with SIGKILL part-way and run again with --resume runs only
+// the cells that did not finish and writes the uninterrupted run's report
+// (run timestamps aside). Its runs die with it: nothing is left writing into
+// a cell.
+func TestMatrixResumeAfterSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots clusters")
+	}
+	bin := gregorBinary(t)
+	t.Setenv("GREGOR_BINARY", bin)
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "m.yaml")
+	if err := os.WriteFile(spec, []byte(`name: resume
+defaults: {rf: 1, nodes: 1, partitions: 2, time_limit: 2s, rate: 50, args: [--warm-up, 1s]}
+configs:
+  - {acks: "1", min_isr: 1}
+  - {acks: all, min_isr: 1, idempotence: true}
+  - {acks: all, min_isr: 1, idempotence: false}
+nemeses:
+  - {name: none, kinds: [none]}
+seeds: [1]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	whole, resumed := filepath.Join(dir, "whole"), filepath.Join(dir, "resumed")
+	if out, err := runGregor(t, "matrix", "--config", spec, "--runtime", "process", "--out", whole); err != nil {
+		t.Fatalf("uninterrupted matrix: %v\n%s", err, out)
+	}
+
+	kill := exec.Command(bin, "matrix", "--config", spec, "--runtime", "process", "--out", resumed)
+	if err := kill.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer kill.Process.Kill()
+	records := func() []string {
+		m, _ := filepath.Glob(filepath.Join(resumed, "runs", "*", "cell.json"))
+		return m
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(records()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no cell finished within 3 minutes")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := kill.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	kill.Wait()
+	done := records()
+	if len(done) == 3 {
+		t.Fatal("every cell finished before the kill: the test did not interrupt the matrix")
+	}
+	// The run in progress gets SIGTERM from its dead parent and its
+	// brokers die with it: wait for nothing to mention the matrix's output.
+	for time.Now().Before(deadline) && len(procsMentioning(resumed)) > 0 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if p := procsMentioning(resumed); len(p) > 0 {
+		t.Fatalf("processes %v still run for the killed matrix", p)
+	}
+	latest := func(record string) string {
+		l, _ := os.Readlink(filepath.Join(filepath.Dir(record), "run", "latest"))
+		return l
+	}
+	before := map[string]string{}
+	for _, r := range done {
+		before[r] = latest(r)
+	}
+
+	if out, err := runGregor(t, "matrix", "--config", spec, "--runtime", "process", "--out", resumed, "--resume"); err != nil {
+		t.Fatalf("resumed matrix: %v\n%s", err, out)
+	}
+	for r, l := range before {
+		if l == "" || latest(r) != l {
+			t.Fatalf("%s ran again on --resume (latest %q, was %q)", filepath.Dir(r), latest(r), l)
+		}
+	}
+	stamp := regexp.MustCompile(`/run/\d{8}T\d{6}\.\d{3}Z/`)
+	for _, f := range []string{"index.html", "results.json"} {
+		a := stamp.ReplaceAll(mustRead(t, filepath.Join(whole, f)), []byte("/run/TIME/"))
+		b := stamp.ReplaceAll(mustRead(t, filepath.Join(resumed, f)), []byte("/run/TIME/"))
+		if !bytes.Equal(a, b) {
+			t.Fatalf("resumed %s differs from the uninterrupted run's:\n--- uninterrupted\n%s\n--- resumed\n%s", f, a, b)
+		}
+	}
+}
+
+// procsMentioning lists the pids whose command line contains s.
+func procsMentioning(s string) []string {
+	procs, _ := os.ReadDir("/proc")
+	var out []string
+	for _, p := range procs {
+		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err == nil && len(b) > 0 && strings.Contains(string(b), s) {
+			out = append(out, p.Name())
+		}
+	}
+	return out
 }

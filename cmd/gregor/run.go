@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,60 +16,42 @@ import (
 	"gregor/harness"
 	"gregor/history"
 	"gregor/nemesis"
-	"gregor/workloads/queue"
 )
 
 func init() { subcommands = append(subcommands, runCmd) }
 
-// runOpts are `gregor run`'s flags beyond the cluster's (clusterOpts).
-type runOpts struct {
-	timeLimit, warmUp, recovery, finalRead time.Duration
-	rate                                   float64
-	concurrency, consumers                 int
-	acks                                   string
-	rf, partitions                         int
-	idempotence                            bool
-	retries                                int
-	delivery                               time.Duration
-	nemeses                                []string
-	interval, hold                         time.Duration
-	target                                 string
-	shapes                                 []string
-	slowDelay                              time.Duration
-	slowLoss                               float64
-	linkDelay                              time.Duration
-	seed                                   int64
-	store                                  string
-	name                                   string
-	metadataInterval                       time.Duration
-}
-
-func (r *runOpts) register(fl *pflag.FlagSet) {
-	fl.DurationVar(&r.timeLimit, "time-limit", 60*time.Second, "length of the fault phase")
-	fl.DurationVar(&r.warmUp, "warm-up", 3*time.Second, "workload without faults before the first fault")
-	fl.DurationVar(&r.recovery, "recovery-timeout", 60*time.Second, "after healing, wait at most this for every partition to have a leader and a full ISR")
-	fl.DurationVar(&r.finalRead, "final-read-timeout", 60*time.Second, "bound on the final reads of every key")
-	fl.Float64Var(&r.rate, "rate", 200, "sends per second over all producers (0: unlimited)")
-	fl.IntVar(&r.concurrency, "concurrency", 4, "producer processes (each sends one record at a time)")
-	fl.IntVar(&r.consumers, "consumers", 2, "consumer processes polling every key during the test")
-	fl.StringVar(&r.acks, "acks", "all", "producer acks: 0 | 1 | all")
-	fl.IntVar(&r.rf, "rf", 3, "replication factor of the test topic")
-	fl.IntVar(&r.partitions, "partitions", 3, "partitions of the test topic (the keys)")
-	fl.BoolVar(&r.idempotence, "idempotence", false, "enable.idempotence (needs --acks all)")
-	fl.IntVar(&r.retries, "retries", -1, "producer retries per record (-1: franz-go's default, unbounded within --delivery-timeout)")
-	fl.DurationVar(&r.delivery, "delivery-timeout", 5*time.Second, "delivery.timeout.ms: bound on one send, retries included")
-	fl.StringSliceVar(&r.nemeses, "nemesis", nil, "faults, comma-separated: "+kindList()+" (none: no faults)")
-	fl.DurationVar(&r.interval, "nemesis-interval", 10*time.Second, "mean quiet time between faults")
-	fl.DurationVar(&r.hold, "nemesis-duration", 5*time.Second, "mean duration of a fault")
-	fl.StringVar(&r.target, "nemesis-target", "random", "random | leader | controller | minority | majority | all")
-	fl.StringSliceVar(&r.shapes, "partition-shapes", nil, "partition shapes to draw from (default all): isolate-one, isolate-leader, halves, majorities-ring, bridge")
-	fl.DurationVar(&r.slowDelay, "slow-delay", 5*time.Second, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
-	fl.Float64Var(&r.slowLoss, "slow-loss", 0, "slow nemesis: packet loss percent")
-	fl.DurationVar(&r.linkDelay, "link-delay", 0, "a standing delay on every node's links for the whole test (brokers further apart): widens the window of records a leader has acknowledged and its followers not yet fetched; at most 500ms")
-	fl.Int64Var(&r.seed, "seed", 0, "seed of the nemesis schedule and the workload (default: random, printed)")
-	fl.StringVar(&r.store, "store", "store", "store directory: <store>/<name>/<timestamp>/")
-	fl.StringVar(&r.name, "name", "queue", "test name (store subdirectory)")
-	fl.DurationVar(&r.metadataInterval, "metadata-interval", harness.DefaultMetadataInterval, "how often the topic's leaders and ISR are sampled into metadata.jsonl (100ms..5s)")
+// registerRun binds `gregor run`'s flags to cfg, with harness.DefaultConfig's
+// values as their defaults: the flags only parse; harness.Config validates.
+func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
+	def := harness.DefaultConfig()
+	*cfg = def
+	registerCluster(fl, &cfg.Cluster, def.Cluster)
+	fl.DurationVar(&cfg.TimeLimit, "time-limit", def.TimeLimit, "length of the fault phase")
+	fl.DurationVar(&cfg.WarmUp, "warm-up", def.WarmUp, "workload without faults before the first fault")
+	fl.DurationVar(&cfg.RecoveryTimeout, "recovery-timeout", def.RecoveryTimeout, "after healing, wait at most this for every partition to have a leader and a full ISR")
+	fl.DurationVar(&cfg.FinalReadTimeout, "final-read-timeout", def.FinalReadTimeout, "bound on the final reads of every key")
+	fl.Float64Var(&cfg.Rate, "rate", def.Rate, "sends per second over all producers (0: unlimited)")
+	fl.IntVar(&cfg.Producers, "concurrency", def.Producers, "producer processes (each sends one record at a time)")
+	fl.IntVar(&cfg.Consumers, "consumers", def.Consumers, "consumer processes polling every key during the test (with --workload group: the group's consumers)")
+	fl.StringVar(&cfg.Acks, "acks", def.Acks, "producer acks: 0 | 1 | all")
+	fl.IntVar(&cfg.RF, "rf", def.RF, "replication factor of the test topic")
+	fl.IntVar(&cfg.Partitions, "partitions", def.Partitions, "partitions of the test topic (the keys)")
+	fl.BoolVar(&cfg.Idempotence, "idempotence", def.Idempotence, "enable.idempotence (needs --acks all)")
+	fl.IntVar(&cfg.Retries, "retries", def.Retries, "producer retries per record (-1: franz-go's default, unbounded within --delivery-timeout)")
+	fl.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", def.DeliveryTimeout, "delivery.timeout.ms: bound on one send, retries included")
+	fl.StringSliceVar(&cfg.Nemeses, "nemesis", def.Nemeses, "faults, comma-separated: "+kindList()+" (none: no faults)")
+	fl.DurationVar(&cfg.Interval, "nemesis-interval", def.Interval, "mean quiet time between faults")
+	fl.DurationVar(&cfg.Hold, "nemesis-duration", def.Hold, "mean duration of a fault")
+	fl.StringVar(&cfg.Target, "nemesis-target", def.Target, "random | leader | controller | minority | majority | all")
+	fl.StringSliceVar(&cfg.Shapes, "partition-shapes", def.Shapes, "partition shapes to draw from (default all): isolate-one, isolate-leader, halves, majorities-ring, bridge")
+	fl.DurationVar(&cfg.SlowDelay, "slow-delay", def.SlowDelay, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
+	fl.Float64Var(&cfg.SlowLoss, "slow-loss", def.SlowLoss, "slow nemesis: packet loss percent")
+	fl.DurationVar(&cfg.LinkDelay, "link-delay", def.LinkDelay, "a standing delay on every node's links for the whole test (brokers further apart): widens the window of records a leader has acknowledged and its followers not yet fetched; at most 500ms")
+	fl.Int64Var(&cfg.Seed, "seed", def.Seed, "seed of the nemesis schedule and the workload (default: random, printed)")
+	fl.StringVar(&cfg.Store, "store", def.Store, "store directory: <store>/<name>/<timestamp>/")
+	fl.StringVar(&cfg.Name, "name", def.Name, "test name (store subdirectory; default: the workload's name)")
+	fl.DurationVar(&cfg.MetadataInterval, "metadata-interval", def.MetadataInterval, "how often the topic's leaders and ISR are sampled into metadata.jsonl (100ms..5s)")
+	registerGroup(fl, cfg, def)
 }
 
 func kindList() string {
@@ -81,79 +62,11 @@ func kindList() string {
 	return strings.Join(s, ",")
 }
 
-// setDefault changes a shared flag's default for this command.
-func setDefault(fl *pflag.FlagSet, name, value string) {
-	f := fl.Lookup(name)
-	f.Value.Set(value)
-	f.DefValue = value
-}
-
-// validateRun refuses impossible configurations before anything boots.
-func validateRun(o *clusterOpts, r *runOpts) ([]nemesis.Kind, nemesis.Target, []nemesis.Shape, error) {
-	if err := o.validate(); err != nil {
-		return nil, "", nil, err
-	}
-	switch r.acks {
-	case "0", "1", "all":
-	case "-1":
-		r.acks = "all"
-	default:
-		return nil, "", nil, fmt.Errorf("--acks %q: give 0, 1 or all", r.acks)
-	}
-	if r.rf < 1 || r.rf > o.nodes {
-		return nil, "", nil, fmt.Errorf("--rf %d > --nodes %d: a partition needs its replicas on distinct brokers; lower --rf or raise --nodes", r.rf, o.nodes)
-	}
-	if o.minISR < 1 || o.minISR > r.rf {
-		return nil, "", nil, fmt.Errorf("--min-isr %d > --rf %d: no acks=all write could ever succeed; lower --min-isr to at most %d", o.minISR, r.rf, r.rf)
-	}
-	if r.idempotence && r.acks == "0" {
-		return nil, "", nil, errors.New("--acks 0 with --idempotence: an idempotent producer needs acknowledgements; use --acks all or drop --idempotence")
-	}
-	if r.idempotence && r.acks != "all" {
-		return nil, "", nil, fmt.Errorf("--idempotence with --acks %s: franz-go (like Kafka) requires acks=all for idempotence; use --acks all or drop --idempotence", r.acks)
-	}
-	if r.partitions < 1 {
-		return nil, "", nil, fmt.Errorf("--partitions %d: give at least 1", r.partitions)
-	}
-	if r.timeLimit <= 0 {
-		return nil, "", nil, fmt.Errorf("--time-limit %v: give a positive duration", r.timeLimit)
-	}
-	if r.interval <= 0 || r.hold <= 0 {
-		return nil, "", nil, fmt.Errorf("--nemesis-interval %v and --nemesis-duration %v must be positive", r.interval, r.hold)
-	}
-	if r.concurrency < 1 || r.consumers < 0 || r.concurrency+r.consumers > queue.MaxClients {
-		return nil, "", nil, fmt.Errorf("--concurrency %d and --consumers %d: give at least one producer and at most %d clients", r.concurrency, r.consumers, queue.MaxClients)
-	}
-	if r.linkDelay < 0 || r.linkDelay > harness.MaxLinkDelay {
-		return nil, "", nil, fmt.Errorf("--link-delay %v: give 0 to %v (a longer delay misses the session and lag timeouts)", r.linkDelay, harness.MaxLinkDelay)
-	}
-	if r.rate < 0 || r.rate > queue.MaxRate {
-		return nil, "", nil, fmt.Errorf("--rate %v: give 0 (unlimited) to %d", r.rate, queue.MaxRate)
-	}
-	kinds, err := nemesis.ParseKinds(r.nemeses)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	target, err := nemesis.ParseTarget(r.target)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	for _, k := range kinds {
-		if k == nemesis.PowerLoss && !o.lazyFS {
-			return nil, "", nil, errors.New("--nemesis power-loss without --lazyfs: a killed broker keeps its page cache, so nothing is lost; add --lazyfs")
-		}
-	}
-	shapes, err := nemesis.ParseShapes(r.shapes)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	return kinds, target, shapes, nil
-}
-
 func runCmd() *cobra.Command {
-	o := clusterOpts{}
-	r := runOpts{}
-	g := groupOpts{}
+	var (
+		cfg         harness.Config
+		runtimeName string
+	)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run a test: boot a cluster, drive the queue workload under faults, check the history",
@@ -189,61 +102,44 @@ leader), minority, majority, all. With brokers in combined mode, a majority
 fault loses the controller quorum; add --controllers N for progress.
 The schedule comes from --seed: the same seed replays it.
 
-Store: <store>/<name>/<timestamp>/ holds history.jsonl (written as it
-happens), test.json, results.json, logs/node-N.log; <store>/<name>/latest
-points at the newest run.
+Store: <store>/<name>/<timestamp>/ holds history.jsonl and metadata.jsonl
+(written as they happen), test.json, results.json, report.html and
+logs/node-N.log; <store>/<name>/latest points at the newest run. The check
+reads the stored run back as gregor check would (DESIGN.md section 8).
 
 Exit status (as gregor check):
   0  valid: no forbidden anomaly
   1  a forbidden anomaly was found
-  2  bad input: an impossible configuration, refused before booting
-  3  unknown: a check could not finish, or the run was interrupted`,
+  2  bad input: an impossible configuration, refused before booting, or a
+     stored file damaged before its last line (named with its line)
+  3  unknown: a check could not finish, or the run was interrupted
+  4  the store cannot be written (read-only, disk full): the error names the
+     path; the run stops, and what it wrote stays readable by gregor check`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kinds, target, shapes, err := validateRun(&o, &r)
+			if !cmd.Flags().Changed("seed") {
+				cfg.Seed = rand.Int64N(1 << 53) // fits a JSON number exactly
+			}
+			err := refuseGroupFlags(cmd.Flags(), cfg.Workload)
 			if err == nil {
-				err = g.validate(cmd.Flags(), &r, kinds)
+				err = cfg.Validate()
 			}
 			if err != nil {
 				return &exitError{checkBadInput, err}
 			}
-			if !cmd.Flags().Changed("seed") {
-				r.seed = rand.Int64N(1 << 53) // fits a JSON number exactly
-			}
 			errOut := cmd.ErrOrStderr()
-			fmt.Fprintf(errOut, "gregor run: seed %d\n", r.seed)
+			fmt.Fprintf(errOut, "gregor run: seed %d\n", cfg.Seed)
 			bin, err := selfBinary()
 			if err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			rt, err := pickRuntime(ctx, o.runtime, errOut)
+			rt, err := pickRuntime(ctx, runtimeName, errOut)
 			if err != nil {
 				return &exitError{checkBadInput, err}
 			}
-			spec := o.spec(r.name+"-"+fmt.Sprint(r.seed%100000), bin)
-			spec.Labels["gregor.test"] = r.name
-			names := make([]string, len(kinds))
-			for i, k := range kinds {
-				names[i] = string(k)
-			}
-			test := harness.Test{
-				Name: r.name, Store: r.store, Runtime: rt, Spec: spec, Brokers: o.nodes,
-				Config: history.Config{Acks: r.acks, MinISR: o.minISR, RF: r.rf, Partitions: r.partitions,
-					Unclean: o.unclean, Idempotence: r.idempotence, Fsync: o.fsync, LazyFS: o.lazyFS,
-					Nemeses: names, NemesisTarget: string(target), PartitionShapes: r.shapes, Seed: r.seed,
-					LinkDelay: history.Duration(r.linkDelay), ReplicaLagMax: history.Duration(o.lagMax),
-					TimeLimit: history.Duration(r.timeLimit), Nodes: o.nodes, PlantedBugs: o.bugs},
-				Topic: harness.TopicSpec{Name: "queue", Partitions: r.partitions, RF: r.rf, MinISR: o.minISR, Unclean: o.unclean},
-				Workload: queue.Config{Acks: r.acks, Idempotence: r.idempotence, Retries: r.retries,
-					DeliveryTimeout: r.delivery, Rate: r.rate, Producers: r.concurrency, Consumers: r.consumers, Seed: r.seed},
-				Nemesis: harness.NemesisOptions{Kinds: kinds, Target: target, Interval: r.interval, Hold: r.hold, Shapes: shapes,
-					SlowDelay: r.slowDelay, SlowLoss: r.slowLoss},
-				WarmUp: r.warmUp, TimeLimit: r.timeLimit, RecoveryTimeout: r.recovery, FinalReadTimeout: r.finalRead,
-				Progress: errOut, LinkDelay: r.linkDelay, MetadataInterval: r.metadataInterval,
-			}
-			g.apply(cmd.Flags(), &r, &test)
+			test := harness.Test{Config: cfg, Runtime: rt, Binary: bin, Progress: errOut}
 			rep, err := harness.Run(ctx, test)
 			if rep != nil && rep.Dir != "" {
 				fmt.Fprintf(errOut, "gregor run: stored in %s\n", rep.Dir)
@@ -254,19 +150,20 @@ Exit status (as gregor check):
 			if errors.Is(err, harness.ErrInterrupted) {
 				return &exitError{checkUnknown, err}
 			}
+			if _, ok := errors.AsType[*harness.StoreError](err); ok {
+				return &exitError{storeFailed, err}
+			}
+			if _, ok := errors.AsType[*history.ParseError](err); ok {
+				return &exitError{checkBadInput, err} // a stored file is damaged (history.ReadRun)
+			}
 			if err != nil {
 				return err
 			}
 			return verdict(cmd, rep)
 		},
 	}
-	o.register(cmd)
-	r.register(cmd.Flags())
-	g.register(cmd.Flags())
-	fl := cmd.Flags()
-	setDefault(fl, "nodes", "3")
-	setDefault(fl, "session-timeout", "3s")
-	setDefault(fl, "replica-lag-max", "3s")
+	registerRun(cmd.Flags(), &cfg)
+	registerRuntime(cmd.Flags(), &runtimeName)
 	return cmd
 }
 
@@ -284,7 +181,7 @@ func verdict(cmd *cobra.Command, rep *harness.Report) error {
 			fmt.Fprintf(out, "  %-20s %6d  %s\n", a, n, kind)
 		}
 	}
-	fmt.Fprintf(out, "results: %s\n", rep.Dir+"/"+harness.ResultsFile)
+	fmt.Fprintf(out, "results: %s\n", history.RunDir(rep.Dir).Results())
 	switch res.Valid {
 	case checker.ValidTrue:
 		return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"gregor/checker"
+	"gregor/history"
 )
 
 // Group settings without the group workload, and impossible group settings,
@@ -79,13 +79,13 @@ func TestGroupCommitBeforeFalseAlarm(t *testing.T) {
 // readResults reads the results.json of the one run under store.
 func readResults(t *testing.T, store string) checker.Result {
 	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(store, "*", "latest", "results.json"))
+	paths, _ := filepath.Glob(filepath.Join(store, "*", history.LatestLink, history.ResultsFile))
 	if len(paths) != 1 {
-		t.Fatalf("%d results.json under %s, want 1", len(paths), store)
+		t.Fatalf("%d %s under %s, want 1", len(paths), history.ResultsFile, store)
 	}
-	var res checker.Result
-	if err := json.Unmarshal(mustRead(t, paths[0]), &res); err != nil {
+	res, err := checker.ReadResultFile(paths[0])
+	if err != nil {
 		t.Fatal(err)
 	}
-	return res
+	return *res
 }

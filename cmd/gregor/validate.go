@@ -30,7 +30,7 @@ func validateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate [--runs N] [--time-limit D]",
 		Short: "Measure the harness: detection rate per planted bug, false alarms of the safe configuration",
-		Long: `Validate checks the checker. For each planted bug (DESIGN section 6) it runs
+		Long: `Validate checks the checker. For each planted bug (DESIGN.md section 6) it runs
 the fault most likely to expose it --runs times with fresh seeds and reports
 how many runs ended in a forbidden anomaly (the detection rate) and the median
 time from the first fault to the first forbidden anomaly. Then it runs the
@@ -46,7 +46,7 @@ with the validation table on top). Exit status 0 when every target is met,
 			var results []reports.Cell
 			if reportOnly {
 				var err error
-				if results, err = reports.ReadResults(filepath.Join(out, "results.json")); err != nil {
+				if results, err = reports.ReadResults(filepath.Join(out, reports.MatrixResults)); err != nil {
 					return &exitError{2, fmt.Errorf("--report-only: %w (give the --out of an earlier gregor validate)", err)}
 				}
 			} else {
@@ -81,7 +81,7 @@ with the validation table on top). Exit status 0 when every target is met,
 				return err
 			}
 			sum.WriteTable(cmd.OutOrStdout())
-			abs, _ := filepath.Abs(filepath.Join(out, "index.html"))
+			abs, _ := filepath.Abs(filepath.Join(out, reports.MatrixIndex))
 			fmt.Fprintf(cmd.OutOrStdout(), "validation report: %s\n", abs)
 			if !sum.Pass() {
 				return &exitError{1, fmt.Errorf("validation below target (detection >= %.0f%%, %d false alarms)", 100*validate.MinDetectionRate, validate.MaxFalseAlarms)}

@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
 
+	"gregor/internal/sleep"
 	"gregor/runtime"
 )
 
@@ -42,7 +43,10 @@ func (r Removed) Empty() bool {
 const (
 	containerPasses = 3
 	networkTries    = 10
-	cleanPause      = 200 * time.Millisecond
+	// othersRemovalTries bounds the wait for a container another cleaner
+	// is removing (an engine under load takes seconds).
+	othersRemovalTries = 150
+	cleanPause         = 200 * time.Millisecond
 )
 
 // Clean removes every container and network (and, with f.Images, image)
@@ -73,6 +77,7 @@ func (f Filter) args() filters.Args {
 func removeLabelled(ctx context.Context, cli *client.Client, f Filter) (Removed, error) {
 	var out Removed
 	var errs []error
+	removing := map[string]bool{} // being removed by another cleaner
 	for pass := 0; pass < containerPasses; pass++ {
 		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f.args()})
 		if err != nil {
@@ -83,10 +88,17 @@ func removeLabelled(ctx context.Context, cli *client.Client, f Filter) (Removed,
 		}
 		for _, ct := range list {
 			err := cli.ContainerRemove(ctx, ct.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+			if errdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress") {
+				// Another cleaner (a reaper, a second `gregor clean`) is
+				// removing it: the next pass sees it gone, or fails on it.
+				removing[ct.ID] = true
+				continue
+			}
 			if err != nil && !errdefs.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("remove container %s: %w", ct.ID[:12], err))
 				continue
 			}
+			delete(removing, ct.ID)
 			name := ct.ID[:12]
 			if len(ct.Names) > 0 {
 				name = strings.TrimPrefix(ct.Names[0], "/")
@@ -94,7 +106,21 @@ func removeLabelled(ctx context.Context, cli *client.Client, f Filter) (Removed,
 			out.Containers = append(out.Containers, name)
 		}
 		if pass < containerPasses-1 {
-			sleep(ctx, cleanPause)
+			sleep.For(ctx, cleanPause)
+		}
+	}
+	// Wait out the other cleaner's removals, bounded: the network goes only
+	// once its containers are gone.
+	for id := range removing {
+		gone := false
+		for try := 0; try < othersRemovalTries && !gone; try++ {
+			_, err := cli.ContainerInspect(ctx, id)
+			if gone = errdefs.IsNotFound(err); !gone {
+				sleep.For(ctx, cleanPause)
+			}
+		}
+		if !gone {
+			errs = append(errs, fmt.Errorf("container %s: another clean-up was removing it, and it is still there after %v", id[:12], othersRemovalTries*cleanPause))
 		}
 	}
 	nets, err := cli.NetworkList(ctx, dnetwork.ListOptions{Filters: f.args()})
@@ -108,7 +134,7 @@ func removeLabelled(ctx context.Context, cli *client.Client, f Filter) (Removed,
 				err = nil
 				break
 			}
-			sleep(ctx, cleanPause)
+			sleep.For(ctx, cleanPause)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("remove network %s: %w", nw.Name, err))
@@ -167,19 +193,9 @@ func reap(ctx context.Context, runID string) error {
 		} else {
 			quiet = 0
 		}
-		sleep(ctx, reapPause)
+		sleep.For(ctx, reapPause)
 	}
 	return last
 }
 
 func init() { runtime.ServeReaper(reaperKind, reap) }
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}

@@ -28,9 +28,6 @@ const closeTimeout = 60 * time.Second
 // boot may wait for it.
 const createTimeout = 60 * time.Second
 
-// readyPoll is the interval between ClusterSpec.Ready probes.
-const readyPoll = 100 * time.Millisecond
-
 // Cluster is a running docker cluster. It implements runtime.Cluster.
 type Cluster struct {
 	r       *Runtime
@@ -49,7 +46,9 @@ type Cluster struct {
 	// Docker call that waits for a container (exec, stop), only across the
 	// bookkeeping, so faults on different nodes proceed in parallel.
 	mu sync.Mutex
-	// drops[a][b]: a drops b's packets. Invariant: drops[a][b] == drops[b][a].
+	// drops[a][b]: a drops b's packets. Invariant: drops[a][b] == drops[b][a]
+	// (Partition merges runtime.Cuts, which tests prove symmetric, and Heal
+	// clears the whole map).
 	drops map[int32]map[int32]bool
 	// slow[id] is the Slow in force on a node, re-applied when it restarts.
 	slow map[int32]slowSpec
@@ -206,7 +205,7 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) error {
 
 	t = time.Now()
 	if spec.Ready != nil {
-		if err := c.waitReady(ctx, spec); err != nil {
+		if err := runtime.WaitReady(ctx, spec, c, ""); err != nil {
 			return err
 		}
 	}
@@ -274,30 +273,6 @@ func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, n
 		return fmt.Errorf("node %d: start: %w", ns.ID, err)
 	}
 	return nil
-}
-
-func (c *Cluster) waitReady(ctx context.Context, spec runtime.ClusterSpec) error {
-	timeout := spec.ReadyTimeout
-	if timeout <= 0 {
-		timeout = runtime.DefaultReadyTimeout
-	}
-	outer := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		if last = spec.Ready(ctx, c); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if err := outer.Err(); err != nil {
-				return fmt.Errorf("cluster %s: boot cancelled while waiting for readiness: %w", c.name, err)
-			}
-			return fmt.Errorf("cluster %s not ready within %v: %v", c.name, timeout, last)
-		case <-time.After(readyPoll):
-		}
-	}
 }
 
 // RunID is the id in every object's gregor.run label.

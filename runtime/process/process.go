@@ -148,35 +148,11 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) (err error
 		}
 	}
 	if spec.Ready != nil {
-		if err := c.waitReady(ctx); err != nil {
+		if err := runtime.WaitReady(ctx, spec, c, "broker logs under "+c.dir); err != nil {
 			return err
 		}
 	}
 	return ctx.Err()
-}
-
-func (c *Cluster) waitReady(ctx context.Context) error {
-	timeout := c.spec.ReadyTimeout
-	if timeout <= 0 {
-		timeout = runtime.DefaultReadyTimeout
-	}
-	outer := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		if last = c.spec.Ready(ctx, c); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if err := outer.Err(); err != nil {
-				return fmt.Errorf("cluster %s: boot cancelled while waiting for readiness: %w", c.spec.Name, err)
-			}
-			return fmt.Errorf("cluster %s not ready within %v: %w (broker logs under %s)", c.spec.Name, timeout, last, c.dir)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // Dir is where node data and logs live.

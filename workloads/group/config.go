@@ -13,8 +13,6 @@ package group
 import (
 	"fmt"
 	"time"
-
-	"gregor/workloads/queue"
 )
 
 // Commit modes (Config.CommitMode).
@@ -54,12 +52,9 @@ const (
 	MaxIncarnations = 1000
 )
 
-// Config is a group workload's configuration.
+// Config is a group workload's settings; the producers and the cluster the
+// consumers read from are the queue.Config New is given beside it.
 type Config struct {
-	// Queue configures the producers (and carries Bootstrap, Topic,
-	// Partitions, Seed); its Consumers must be 0: the group's consumers
-	// take their place.
-	Queue queue.Config
 	// Group is the group.id.
 	Group string
 	// Consumers is how many consumers start in the group (experiment B adds
@@ -96,68 +91,79 @@ type Config struct {
 	// crash in the middle of; after it the consumer crashes between polls.
 	CrashWait time.Duration
 	// RestartSettle bounds, in a rolling restart, the wait for a restarted
-	// consumer to be assigned before the next one restarts.
+	// consumer to be assigned before the next one restarts; 0 is twice the
+	// session timeout plus 5 s.
 	RestartSettle time.Duration
 }
 
-// Validate checks c and fills defaults; each error names the fix.
+// DefaultConfig is the one source of the group settings' defaults: gregor
+// run's flags start from it and Validate fills unset fields from it. Where
+// Kafka has a default (auto.commit.interval.ms, max.poll.interval.ms), it
+// is Kafka's; max.poll.records is seed 002's post-incident 50, and the
+// session timeout Kafka's group.min.session.timeout.ms. Consumers is left
+// to the caller.
+func DefaultConfig() Config {
+	return Config{Group: DefaultGroup, ProcessingTime: 2 * time.Millisecond, FailureHandling: Swallow,
+		MaxAttempts: MaxAttemptsDefault, CommitMode: CommitAuto, AutoCommitInterval: 5 * time.Second,
+		Assignor: Range, MaxPollRecords: 50, MaxPollInterval: 30 * time.Second, SessionTimeout: 6 * time.Second,
+		CrashWait: 2 * time.Second}
+}
+
+// Validate checks c and fills unset fields from DefaultConfig (zero
+// ProcessingTime and FailureRate are values, not unset); each error names
+// the fix.
 func (c *Config) Validate() error {
-	if c.Queue.Consumers != 0 {
-		return fmt.Errorf("group: the producers' config asks for %d queue consumers; the group workload's consumers replace them (set Consumers on the group config)", c.Queue.Consumers)
-	}
-	if err := c.Queue.Validate(); err != nil {
-		return err
-	}
+	d := DefaultConfig()
 	if c.Group == "" {
-		c.Group = DefaultGroup
+		c.Group = d.Group
 	}
 	if c.Consumers < 1 || c.Consumers > MaxConsumers {
-		return fmt.Errorf("group: %d consumers: give 1..%d", c.Consumers, MaxConsumers)
+		return fmt.Errorf("--consumers %d: the group workload needs at least 1 consumer and takes at most %d (give 1..%d)", c.Consumers, MaxConsumers, MaxConsumers)
 	}
 	if c.ProcessingTime < 0 || c.ProcessingTime > time.Minute {
-		return fmt.Errorf("group: processing time %v: give 0..1m per record", c.ProcessingTime)
+		return fmt.Errorf("--processing-time %v: give 0..1m per record", c.ProcessingTime)
 	}
 	if c.FailureRate < 0 || c.FailureRate >= 1 {
-		return fmt.Errorf("group: failure rate %v: give a probability in [0, 1)", c.FailureRate)
+		return fmt.Errorf("--failure-rate %v: give a probability in [0, 1)", c.FailureRate)
 	}
 	switch c.FailureHandling {
 	case "":
-		c.FailureHandling = Swallow
+		c.FailureHandling = d.FailureHandling
 	case Swallow, Retry:
 	default:
-		return fmt.Errorf("group: failure handling %q: give swallow or retry", c.FailureHandling)
+		return fmt.Errorf("--failure-handling %q: give swallow or retry", c.FailureHandling)
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = MaxAttemptsDefault
+		c.MaxAttempts = d.MaxAttempts
 	}
 	switch c.CommitMode {
 	case "":
-		c.CommitMode = CommitAuto
+		c.CommitMode = d.CommitMode
 	case CommitAuto, CommitBefore, CommitAfter, CommitOnRevoked:
 	default:
-		return fmt.Errorf("group: commit mode %q: give auto, before, after or on-revoked", c.CommitMode)
+		return fmt.Errorf("--commit-mode %q: give auto, before, after or on-revoked", c.CommitMode)
 	}
 	if c.AutoCommitInterval <= 0 {
-		c.AutoCommitInterval = 5 * time.Second
+		c.AutoCommitInterval = d.AutoCommitInterval
 	}
 	switch c.Assignor {
 	case "":
-		c.Assignor = Range
+		c.Assignor = d.Assignor
 	case Range, Sticky, CooperativeSticky:
 	default:
-		return fmt.Errorf("group: assignor %q: give range, sticky or cooperative-sticky", c.Assignor)
+		return fmt.Errorf("--assignor %q: give range, sticky or cooperative-sticky", c.Assignor)
 	}
 	if c.MaxPollRecords <= 0 {
-		c.MaxPollRecords = 50 // seed 002's post-incident setting
+		c.MaxPollRecords = d.MaxPollRecords
 	}
 	if c.SessionTimeout <= 0 {
-		c.SessionTimeout = 6 * time.Second // Kafka's group.min.session.timeout.ms
+		c.SessionTimeout = d.SessionTimeout
 	}
 	if c.MaxPollInterval <= 0 {
-		c.MaxPollInterval = 30 * time.Second
+		c.MaxPollInterval = d.MaxPollInterval
 	}
 	if c.CrashWait <= 0 {
-		c.CrashWait = 2 * time.Second
+		c.CrashWait = d.CrashWait
 	}
 	if c.RestartSettle <= 0 {
 		c.RestartSettle = 2*c.SessionTimeout + 5*time.Second

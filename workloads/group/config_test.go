@@ -11,7 +11,7 @@ import (
 )
 
 func validCfg() Config {
-	return Config{Queue: queue.Config{Bootstrap: []string{"127.0.0.1:9092"}, Partitions: 4, Acks: "all"}, Consumers: 2}
+	return Config{Consumers: 2}
 }
 
 func TestValidateDefaultsAndRefusals(t *testing.T) {
@@ -27,7 +27,6 @@ func TestValidateDefaultsAndRefusals(t *testing.T) {
 		mut  func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.Queue.Consumers = 1 }, "replace them"},
 		{func(c *Config) { c.Consumers = 0 }, "give 1.."},
 		{func(c *Config) { c.Consumers = MaxConsumers + 1 }, "give 1.."},
 		{func(c *Config) { c.FailureRate = 1 }, "[0, 1)"},
@@ -42,6 +41,11 @@ func TestValidateDefaultsAndRefusals(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("want an error naming %q, got %v", b.want, err)
 		}
+	}
+	// The producers' config must leave the consumers to the group.
+	producers := queue.Config{Bootstrap: []string{"127.0.0.1:9092"}, Partitions: 4, Acks: "all", Producers: 1, Consumers: 1}
+	if _, err := New(producers, validCfg(), nil, time.Now()); err == nil || !strings.Contains(err.Error(), "replace them") {
+		t.Errorf("producers with queue consumers: want an error naming %q, got %v", "replace them", err)
 	}
 }
 

@@ -51,7 +51,9 @@ type consumer struct {
 	assigned   atomic.Bool // an assignment arrived (a rolling restart waits for it)
 
 	// mu orders events against death. Invariant: once dead is set (under
-	// mu), the process writes no event except its crash or leave line.
+	// mu), the process writes no event except its crash or leave line. Not
+	// checked as state (a line not written leaves no state): event and the
+	// commit writer test dead under mu before writing.
 	mu   sync.Mutex
 	dead atomic.Bool
 
@@ -64,7 +66,7 @@ type consumer struct {
 // start makes slot s's next consumer and records its join.
 func (w *Workload) start(s *slot) (*consumer, error) {
 	c := &consumer{w: w, s: s, proc: w.q.NewProcess(), dial: newKillDialer(), pos: map[int32]kgo.EpochOffset{}}
-	c.rng = rand.New(rand.NewPCG(uint64(w.cfg.Queue.Seed), uint64(c.proc)+1))
+	c.rng = rand.New(rand.NewPCG(uint64(w.prod.Seed), uint64(c.proc)+1))
 	c.event(history.RebalanceJoin, nil, -1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cl, err := kgo.NewClient(c.opts(ctx)...)
@@ -96,16 +98,16 @@ func (c *consumer) opts(ctx context.Context) []kgo.Opt {
 	}
 	o := []kgo.Opt{
 		kgo.WithContext(ctx),
-		kgo.SeedBrokers(cfg.Queue.Bootstrap...),
+		kgo.SeedBrokers(c.w.prod.Bootstrap...),
 		kgo.Dialer(c.dial.dial),
 		kgo.RequestTimeoutOverhead(2 * time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 		kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.MetadataMaxAge(5 * time.Second),
 		kgo.ConsumerGroup(cfg.Group),
-		kgo.ConsumeTopics(cfg.Queue.Topic),
+		kgo.ConsumeTopics(c.w.prod.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(min(cfg.Queue.PollTimeout, 500*time.Millisecond)),
+		kgo.FetchMaxWait(min(c.w.prod.PollTimeout, 500*time.Millisecond)),
 		kgo.Balancers(bal),
 		kgo.SessionTimeout(cfg.SessionTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
@@ -197,7 +199,7 @@ func (c *consumer) poll() []*kgo.Record {
 	cfg := &c.w.cfg
 	proc := history.Process(c.proc)
 	c.w.write(history.Op{Process: proc, Type: history.Invoke, F: history.FPoll, Mops: []history.Mop{history.Poll()}})
-	pctx, cancel := context.WithTimeout(context.Background(), cfg.Queue.PollTimeout)
+	pctx, cancel := context.WithTimeout(context.Background(), c.w.prod.PollTimeout)
 	fs := c.cl.PollRecords(pctx, cfg.MaxPollRecords)
 	cancel()
 	byPart := map[int32][]history.Record{}
@@ -215,7 +217,7 @@ func (c *consumer) poll() []*kgo.Record {
 	m := history.Poll()
 	m.Polls = []history.KeyRecords{}
 	for _, p := range slices.Sorted(maps.Keys(byPart)) {
-		m.Polls = append(m.Polls, history.KeyRecords{Key: queue.Key(cfg.Queue.Topic, p), Records: byPart[p]})
+		m.Polls = append(m.Polls, history.KeyRecords{Key: queue.Key(c.w.prod.Topic, p), Records: byPart[p]})
 	}
 	op := history.Op{Process: proc, Type: history.OK, F: history.FPoll, Mops: []history.Mop{m}}
 	for _, fe := range fs.Errors() {

@@ -11,13 +11,17 @@ import (
 	"time"
 
 	"gregor/history"
+	"gregor/internal/sleep"
 	"gregor/workloads/queue"
 )
 
 // Workload runs the producers (a queue workload without consumers) and the
 // group's consumers of one test.
 type Workload struct {
-	cfg   Config
+	cfg Config
+	// prod is the producers' config, validated: the consumers read its
+	// Bootstrap, Topic, PollTimeout and Seed.
+	prod  queue.Config
 	q     *queue.Workload
 	h     *history.Writer
 	epoch time.Time
@@ -26,7 +30,8 @@ type Workload struct {
 	mu sync.Mutex
 	// slots[i] is consumer slot i; a slot's consumer is replaced on crash,
 	// restart and poll-interval expiry. Invariant: len(slots) <=
-	// MaxConsumers; guarded by mu, like rng and run.
+	// MaxConsumers (Config.validate bounds the start, Join refuses past
+	// it); guarded by mu, like rng and run.
 	slots []*slot
 	rng   *rand.Rand
 	// run is the context and wait group of Run, so Join can add a slot;
@@ -48,17 +53,26 @@ type slot struct {
 	cur *consumer
 }
 
-// New prepares a workload writing to h, with times relative to epoch.
-func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
+// New prepares a workload writing to h, with times relative to epoch:
+// producers is the queue workload the group's consumers read from (its
+// cluster, topic and seed); its Consumers must be 0, the group's consumers
+// take their place.
+func New(producers queue.Config, cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
+	if producers.Consumers != 0 {
+		return nil, fmt.Errorf("group: the producers' config asks for %d queue consumers; the group workload's consumers replace them (set Consumers on the group config)", producers.Consumers)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	q, err := queue.New(cfg.Queue, h, epoch)
+	if err := producers.Validate(); err != nil { // fills what the consumers read (Topic, PollTimeout)
+		return nil, err
+	}
+	q, err := queue.New(producers, h, epoch)
 	if err != nil {
 		return nil, err
 	}
-	w := &Workload{cfg: cfg, q: q, h: h, epoch: epoch,
-		rng: rand.New(rand.NewPCG(uint64(cfg.Queue.Seed), 0x67726f7570))} // "group"
+	w := &Workload{cfg: cfg, prod: producers, q: q, h: h, epoch: epoch,
+		rng: rand.New(rand.NewPCG(uint64(producers.Seed), 0x67726f7570))} // "group"
 	for range cfg.Consumers {
 		w.addSlot()
 	}
@@ -130,7 +144,7 @@ func (w *Workload) slotLoop(ctx context.Context, s *slot) {
 		}
 		c, err := w.start(s)
 		if err != nil {
-			sleepCtx(ctx, 200*time.Millisecond)
+			sleep.For(ctx, 200*time.Millisecond)
 			continue
 		}
 		end := c.run(ctx)
@@ -232,7 +246,7 @@ func (w *Workload) RollingRestart(ctx context.Context) ([]int, error) {
 		// consume again: an assignment.
 		deadline := time.Now().Add(w.cfg.RestartSettle)
 		for !c.assigned.Load() && time.Now().Before(deadline) && ctx.Err() == nil {
-			sleepCtx(ctx, 20*time.Millisecond)
+			sleep.For(ctx, 20*time.Millisecond)
 		}
 	}
 	return procs, errors.Join(errs...)
@@ -248,16 +262,7 @@ func (w *Workload) waitStarted(ctx context.Context, s *slot, old *consumer, limi
 		if c != nil && c != old {
 			return c, nil
 		}
-		sleepCtx(ctx, 10*time.Millisecond)
+		sleep.For(ctx, 10*time.Millisecond)
 	}
 	return nil, fmt.Errorf("no new consumer within %v", limit)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -1,4 +1,4 @@
-// Package queue is the queue workload of DESIGN section 4: producers send
+// Package queue is the queue workload of DESIGN.md section 4: producers send
 // unique integer values to keys ("topic/partition") and consumers poll the
 // keys they assigned; every operation and its completion goes to the
 // history. It is driven by franz-go, unchanged, as a user's client would be.
@@ -7,15 +7,20 @@ package queue
 import (
 	"fmt"
 	"time"
+
+	"gregor/history"
 )
 
 // Config is a workload's configuration.
 type Config struct {
+	// Bootstrap are the brokers the clients seed from; New needs them,
+	// Validate does not (a run validates its settings before any broker
+	// exists).
 	Bootstrap []string
 	Topic     string
 	// Partitions of Topic; the keys are Topic/0 .. Topic/Partitions-1.
 	Partitions int
-	// Acks is "0", "1" or "all".
+	// Acks is "0", "1" or "all" (history.ParseAcks).
 	Acks        string
 	Idempotence bool
 	// Retries bounds franz-go's tries per record; < 0 keeps its default
@@ -23,7 +28,7 @@ type Config struct {
 	Retries int
 	// DeliveryTimeout bounds one send, retries included (delivery.timeout.ms).
 	DeliveryTimeout time.Duration
-	// Rate is sends per second over all producers; <= 0 means unlimited.
+	// Rate is sends per second over all producers; 0 means unlimited.
 	Rate float64
 	// Producers and Consumers are the client processes (each runs one
 	// operation at a time on its own client).
@@ -40,35 +45,36 @@ const MaxClients = 256
 // MaxRate bounds Rate: the limiter ticks once per send.
 const MaxRate = 100000
 
-// Validate checks c and fills defaults.
+// DefaultDeliveryTimeout is delivery.timeout.ms when none is given: short,
+// so a send a fault stalls is settled (failed or indeterminate) within a
+// test rather than after Kafka's two minutes.
+const DefaultDeliveryTimeout = 5 * time.Second
+
+// Validate checks c's settings and fills defaults; each error names the
+// gregor run flag that fixes it.
 func (c *Config) Validate() error {
-	if len(c.Bootstrap) == 0 {
-		return fmt.Errorf("queue: no bootstrap brokers")
-	}
 	if c.Topic == "" {
 		c.Topic = "queue"
 	}
 	if c.Partitions < 1 {
-		return fmt.Errorf("queue: %d partitions: give at least 1", c.Partitions)
+		return fmt.Errorf("--partitions %d: give at least 1", c.Partitions)
 	}
-	switch c.Acks {
-	case "0", "1", "all":
-	case "-1":
-		c.Acks = "all"
-	default:
-		return fmt.Errorf("queue: acks %q: give 0, 1 or all", c.Acks)
+	acks, err := history.ParseAcks(c.Acks)
+	if err != nil {
+		return fmt.Errorf("--%w", err)
 	}
+	c.Acks = acks
 	if c.Idempotence && c.Acks != "all" {
-		return fmt.Errorf("queue: idempotence needs acks=all (franz-go refuses otherwise): use --acks all or drop --idempotence")
+		return fmt.Errorf("--idempotence with --acks %s: an idempotent producer needs every acknowledgement; franz-go, like Kafka, requires acks=all for idempotence; use --acks all or drop --idempotence", c.Acks)
 	}
-	if c.Producers < 0 || c.Consumers < 0 || c.Producers+c.Consumers > MaxClients {
-		return fmt.Errorf("queue: %d producers + %d consumers: give 0..%d in all", c.Producers, c.Consumers, MaxClients)
+	if c.Producers < 1 || c.Consumers < 0 || c.Producers+c.Consumers > MaxClients {
+		return fmt.Errorf("--concurrency %d and --consumers %d: give at least one producer and at most %d clients", c.Producers, c.Consumers, MaxClients)
 	}
-	if c.Rate > MaxRate {
-		return fmt.Errorf("queue: rate %v: at most %d sends/s", c.Rate, MaxRate)
+	if c.Rate < 0 || c.Rate > MaxRate {
+		return fmt.Errorf("--rate %v: give 0 (unlimited) to %d", c.Rate, MaxRate)
 	}
 	if c.DeliveryTimeout <= 0 {
-		c.DeliveryTimeout = 5 * time.Second
+		c.DeliveryTimeout = DefaultDeliveryTimeout
 	}
 	if c.PollTimeout <= 0 {
 		c.PollTimeout = 500 * time.Millisecond

@@ -15,7 +15,9 @@ import (
 
 // reader is a consumer process: a client assigned every key at positions.
 // Invariant: pos[p] is one past the last offset this process's polls
-// returned for partition p (the next offset it expects).
+// returned for partition p (the next offset it expects). Not checked: it is
+// what poll sets after each record, and whether the cluster then serves
+// from there is what the checker judges from the history.
 type reader struct {
 	c   *client
 	pos []int64

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -21,7 +22,8 @@ type Workload struct {
 	epoch time.Time
 
 	// next[p] is the last value handed out for partition p. Invariant:
-	// values of a key are unique across the test (only Add hands them out).
+	// values of a key are unique across the test (only an atomic Add hands
+	// them out; the checker reports a repeated value as a duplicate send).
 	next     []atomic.Int64
 	nextProc atomic.Int64
 	ops      atomic.Int64
@@ -43,6 +45,9 @@ type client struct {
 func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if len(cfg.Bootstrap) == 0 {
+		return nil, errors.New("queue: no bootstrap brokers")
 	}
 	return &Workload{cfg: cfg, h: h, epoch: epoch, next: make([]atomic.Int64, cfg.Partitions),
 		live: map[int]*client{}, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x717565756))}, nil

@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-// TestBatch describes an uncompressed v2 batch to build for tests. It lives in a non-test file so
-// that other packages' tests (replica, wire) can build valid batches without a producer.
-type TestBatch struct {
+// Batch describes an uncompressed v2 batch to encode: the group coordinator writes its records
+// to __consumer_offsets with it, and tests of every package build valid batches with it without a
+// producer.
+type Batch struct {
 	BaseOffset    int64
 	LeaderEpoch   int32
 	Timestamp     int64 // milliseconds; every record gets it (timestamp delta 0)
@@ -20,29 +21,29 @@ type TestBatch struct {
 	Values        [][]byte // one record per value; Keys, if set, pairs with Values by index
 }
 
-// NewTestBatch builds a valid uncompressed v2 batch holding one record per value, at baseOffset,
+// NewBatch builds a valid uncompressed v2 batch holding one record per value, at baseOffset,
 // stamped with the current time and no producer id. It panics without values: Kafka has no empty
 // produce batches.
-func NewTestBatch(baseOffset int64, epoch int32, values ...[]byte) []byte {
-	return TestBatch{
+func NewBatch(baseOffset int64, epoch int32, values ...[]byte) []byte {
+	return Batch{
 		BaseOffset: baseOffset, LeaderEpoch: epoch, Timestamp: time.Now().UnixMilli(),
 		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Values: values,
 	}.Encode()
 }
 
-// NewTestBatchAt is NewTestBatch with a given timestamp (milliseconds), for retention and
-// ListOffsets tests.
-func NewTestBatchAt(baseOffset int64, epoch int32, timestampMs int64, values ...[]byte) []byte {
-	return TestBatch{
+// NewBatchAt is NewBatch with a given timestamp (milliseconds), for retention and ListOffsets
+// tests.
+func NewBatchAt(baseOffset int64, epoch int32, timestampMs int64, values ...[]byte) []byte {
+	return Batch{
 		BaseOffset: baseOffset, LeaderEpoch: epoch, Timestamp: timestampMs,
 		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Values: values,
 	}.Encode()
 }
 
 // Encode lays the batch out as on the wire: header, varint-encoded records, CRC-32C.
-func (t TestBatch) Encode() []byte {
+func (t Batch) Encode() []byte {
 	if len(t.Values) == 0 {
-		panic("storage.TestBatch: a batch needs at least one record")
+		panic("storage.Batch: a batch needs at least one record")
 	}
 	b := make([]byte, BatchHeaderSize, BatchHeaderSize+len(t.Values)*32)
 	be := binary.BigEndian

@@ -1,0 +1,110 @@
+package replica
+
+import (
+	"fmt"
+	"slices"
+
+	"gregor/cluster/invariant"
+)
+
+// hwMark is the HW a leader had at the last check, in the epoch it led:
+// what the check "HW never decreases within a leader epoch" compares with.
+// Only kept while invariant checks are on.
+type hwMark struct {
+	leading bool
+	epoch   int32
+	hw      int64
+}
+
+// checkInvariants panics on a broken invariant: continuing would corrupt
+// what the harness is testing. HW <= LEO costs one comparison and runs
+// always; the rest run when invariant checks are on (tests). Caller holds
+// mu, after every change of the partition's state.
+func (p *Partition) checkInvariants() {
+	if invariant.On() {
+		invariant.Must(fmt.Sprintf("replica %s/%d on node %d", p.Topic, p.Index, p.cfg.NodeID), p.invariants())
+		return
+	}
+	if leo := p.log.LEO(); p.hw > leo {
+		panic(fmt.Sprintf("%s/%d: invariant HW <= LEO broken: hw=%d leo=%d", p.Topic, p.Index, p.hw, leo))
+	}
+}
+
+// invariants returns the first broken invariant, or nil. It records the HW
+// for the next call's monotonicity check. Caller holds mu.
+func (p *Partition) invariants() error {
+	if p.closed {
+		return nil // the log is closed; nothing changes any more
+	}
+	leo := p.log.LEO()
+	if p.hw < 0 || p.hw > leo {
+		return fmt.Errorf("HW %d outside [0, LEO %d]", p.hw, leo)
+	}
+	me := p.cfg.NodeID
+	leading := p.state.Leader == me
+	// A replica the controller has not told anything yet holds the
+	// placeholder Open made (no replicas, epoch -1): nothing to check.
+	if len(p.state.Replicas) > 0 {
+		if err := p.state.Check(); err != nil {
+			return fmt.Errorf("published state %+v: %w", p.state, err)
+		}
+		if !p.state.IsReplica(me) {
+			return fmt.Errorf("node %d holds a replica but is not in replicas %v", me, p.state.Replicas)
+		}
+	}
+	m := p.hwMark
+	if leading && m.leading && m.epoch == p.state.LeaderEpoch && p.hw < m.hw {
+		return fmt.Errorf("leader's HW went back from %d to %d in epoch %d", m.hw, p.hw, m.epoch)
+	}
+	p.hwMark = hwMark{leading: leading, epoch: p.state.LeaderEpoch, hw: p.hw}
+	if err := p.followerInvariants(leading, leo); err != nil {
+		return err
+	}
+	if err := p.producers.Invariants(); err != nil {
+		return fmt.Errorf("producer state: %w", err)
+	}
+	return nil
+}
+
+// followerInvariants: a leader tracks exactly its other replicas, each at
+// an offset it can have fetched from; a pending ISR keeps the leader and
+// stays within the replicas. A follower tracks nobody.
+func (p *Partition) followerInvariants(leading bool, leo int64) error {
+	me := p.cfg.NodeID
+	if !leading {
+		if p.followers != nil || p.pendingISR != nil {
+			return fmt.Errorf("not leading, yet tracking followers %d / pending ISR %v", len(p.followers), p.pendingISR)
+		}
+		return nil
+	}
+	if len(p.followers) != len(p.state.Replicas)-1 {
+		return fmt.Errorf("leader tracks %d followers for replicas %v", len(p.followers), p.state.Replicas)
+	}
+	for id, f := range p.followers {
+		if id == me || !p.state.IsReplica(id) {
+			return fmt.Errorf("leader tracks %d, not another replica of %v", id, p.state.Replicas)
+		}
+		// A follower's fetch offset is its LEO; the leader refuses one
+		// past its own LEO, and a leader's LEO never shrinks in its epoch.
+		if f.leo < -1 || f.leo > leo {
+			return fmt.Errorf("follower %d at offset %d outside [-1, leader LEO %d]", id, f.leo, leo)
+		}
+		if f.leaderLEOAtLastFetch > leo {
+			return fmt.Errorf("follower %d fetched when the leader's LEO was %d, past today's %d", id, f.leaderLEOAtLastFetch, leo)
+		}
+		if f.lastCaughtUp.After(f.lastFetch) {
+			return fmt.Errorf("follower %d caught up at %v, after its last fetch at %v", id, f.lastCaughtUp, f.lastFetch)
+		}
+	}
+	if p.pendingISR != nil {
+		if !slices.Contains(p.pendingISR, me) {
+			return fmt.Errorf("pending ISR %v drops the leader %d", p.pendingISR, me)
+		}
+		for _, r := range p.pendingISR {
+			if !p.state.IsReplica(r) {
+				return fmt.Errorf("pending ISR %v not within replicas %v", p.pendingISR, p.state.Replicas)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package history
+
+import "strings"
+
+// The nemesis vocabulary (DESIGN.md section 3): the fault kinds that
+// --nemesis and test.json's "nemeses" name, the verbs the nemesis writes as
+// process "nemesis" (a fault's start is its kind; its end is EndVerb), and
+// the classes of fault the checker's theory reasons in. It is contract: the
+// nemesis package writes these words, the checker and the reports read them,
+// and neither matches a spelling of its own.
+const (
+	NemesisKill        = "kill"         // SIGKILL a broker, restart it after the hold
+	NemesisStop        = "stop"         // SIGTERM (controlled shutdown), restart after the hold
+	NemesisPause       = "pause"        // SIGSTOP, SIGCONT after the hold
+	NemesisPartition   = "partition"    // drop traffic between groups of nodes
+	NemesisSlow        = "slow"         // delay / loss on a node's links
+	NemesisPowerLoss   = "power-loss"   // kill on a lazyfs cluster: unsynced writes are lost
+	NemesisClientCrash = "client-crash" // tear down a workload client mid-operation
+	// NemesisConsumerRestart restarts every group consumer in turn;
+	// NemesisConsumerJoin adds one consumer to the group.
+	NemesisConsumerRestart = "consumer-restart"
+	NemesisConsumerJoin    = "consumer-join"
+	// NemesisStrandLeader and NemesisKIP101 are scenarios: a whole failure
+	// story on one partition's leader in one step, each phase a line whose
+	// value names it ("phase").
+	NemesisStrandLeader = "strand-leader"
+	NemesisKIP101       = "kip101"
+)
+
+// Nemesis targets, as --nemesis-target and test.json's "nemesis_target"
+// name them (what each means: nemesis.Target).
+const (
+	TargetRandom     = "random"
+	TargetLeader     = "leader"
+	TargetController = "controller"
+	TargetMinority   = "minority"
+	TargetMajority   = "majority"
+	TargetAll        = "all"
+)
+
+// Verbs that end a fault: a kill, stop or power loss ends with the broker's
+// start, a pause with resume, a partition with heal, a slow link with
+// unslow, anything else (client faults, scenarios) with "end-<kind>"; the
+// heal at the end of the fault phase is heal-all.
+const (
+	VerbStart   = "start"
+	VerbResume  = "resume"
+	VerbHeal    = "heal"
+	VerbUnslow  = "unslow"
+	VerbHealAll = "heal-all"
+	endPrefix   = "end-"
+)
+
+// FaultClass is what a nemesis kind can do, in the terms of the checker's
+// theory of expected verdicts (checker/theory.go).
+type FaultClass uint8
+
+const (
+	// TakesLeaderAway: the fault can take a partition's leader away (kill,
+	// stop, freeze, cut off), so a new leader, which may lack the old one's
+	// unreplicated tail, takes over; repeated, it can leave no ISR member
+	// alive.
+	TakesLeaderAway FaultClass = 1 << iota
+	// PowerCut: on a lazyfs cluster the fault drops a broker's unsynced
+	// writes, as a power cut does (a kill there is one).
+	PowerCut
+	// ClientFault: the fault acts on workload clients, not nodes: no hold,
+	// no undo.
+	ClientFault
+	// GroupFault: the fault acts on a consumer group's members; only the
+	// group workload has them.
+	GroupFault
+)
+
+// NemesisKinds lists every kind with its classes, in the order --help
+// shows them.
+var NemesisKinds = []struct {
+	Name    string
+	Classes FaultClass
+}{
+	{NemesisKill, TakesLeaderAway | PowerCut},
+	{NemesisStop, TakesLeaderAway},
+	{NemesisPause, TakesLeaderAway},
+	{NemesisPartition, TakesLeaderAway},
+	{NemesisSlow, 0},
+	{NemesisPowerLoss, TakesLeaderAway | PowerCut},
+	{NemesisClientCrash, ClientFault},
+	{NemesisConsumerRestart, ClientFault | GroupFault},
+	{NemesisConsumerJoin, ClientFault | GroupFault},
+	{NemesisStrandLeader, TakesLeaderAway}, // kills the stranded leader
+	{NemesisKIP101, TakesLeaderAway},       // kills two leaders in turn
+}
+
+// NemesisClasses are kind's classes; an unknown kind has none.
+func NemesisClasses(kind string) FaultClass {
+	for _, k := range NemesisKinds {
+		if k.Name == kind {
+			return k.Classes
+		}
+	}
+	return 0
+}
+
+// EndVerb is the verb written when a fault of kind ends.
+func EndVerb(kind string) string {
+	switch kind {
+	case NemesisKill, NemesisStop, NemesisPowerLoss:
+		return VerbStart
+	case NemesisPause:
+		return VerbResume
+	case NemesisPartition:
+		return VerbHeal
+	case NemesisSlow:
+		return VerbUnslow
+	}
+	return endPrefix + kind
+}
+
+// IsEndVerb reports whether a nemesis operation's f ends a fault.
+func IsEndVerb(f string) bool {
+	switch f {
+	case VerbStart, VerbResume, VerbHeal, VerbUnslow, VerbHealAll:
+		return true
+	}
+	return strings.HasPrefix(f, endPrefix)
+}
+
+// HasFault reports whether any nemesis the run used is of class.
+func (c *Config) HasFault(class FaultClass) bool {
+	for _, n := range c.Nemeses {
+		if NemesisClasses(n)&class != 0 {
+			return true
+		}
+	}
+	return false
+}
