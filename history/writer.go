@@ -22,8 +22,8 @@ type Writer struct {
 	next int64
 	// every flushes after each line when FlushInterval is zero.
 	interval time.Duration
-	timer    *time.Timer // armed while unflushed data exists; nil otherwise
-	err      error       // first write error; sticky
+	timer    *time.Timer   // armed while unflushed data exists; nil otherwise
+	err      error         // first write error; sticky
 	failed   chan struct{} // closed when err is set
 	closed   bool
 }
