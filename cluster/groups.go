@@ -16,6 +16,7 @@ import (
 
 	"gregor/cluster/group"
 	"gregor/cluster/meta"
+	"gregor/cluster/producer"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 	"gregor/cluster/wire"
@@ -86,7 +87,7 @@ func (l internalLog) LeaderEpoch() (int32, bool) {
 // waits until the high watermark passes it.
 func (l internalLog) Append(ctx context.Context, epoch int32, recs []group.Record) (int64, *kerr.Error) {
 	b := storage.Batch{Timestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
-	return l.append(ctx, epoch, b, recs, replica.AppendOptions{Acks: -1})
+	return l.append(ctx, epoch, b, recs, replica.AppendOptions{Acks: -1, Origin: producer.Coordinator})
 }
 
 // append writes recs as one batch shaped by b, acks=all, in the given

@@ -14,10 +14,12 @@ package group
 import (
 	"log/slog"
 	"time"
+
+	"gregor/cluster/meta"
 )
 
 // Topic is the internal topic holding group metadata and committed offsets.
-const Topic = "__consumer_offsets"
+const Topic = meta.OffsetsTopic
 
 // Config tunes the coordinator. Zero fields take the defaults in Defaults.
 type Config struct {

@@ -10,7 +10,7 @@ func TestInvariantsCatch(t *testing.T) {
 	healthy := func() *State {
 		s := New()
 		for i := int32(0); i < CachedBatches+2; i++ {
-			s.RecordData(Data{ProducerID: 7, FirstSeq: 2 * i, Records: 2}, int64(10*i), int64(10*i+1))
+			s.RecordData(Data{ProducerID: 7, FirstSeq: 2 * i, Records: 2}, Client, int64(10*i), int64(10*i+1))
 		}
 		return s
 	}

@@ -44,7 +44,8 @@ type entry struct {
 	epoch int16
 	// Invariant (checked by Invariants): len(batches) <= CachedBatches,
 	// oldest first, sequences contiguous (each firstSeq follows the
-	// previous lastSeq), all of epoch.
+	// previous lastSeq), all of epoch. Only client batches are kept: a
+	// coordinator's carry no sequence of their own (RecordData).
 	batches []batch
 	// coordinatorEpoch is that of the last marker written for the producer
 	// (-1 before any): a marker from an older coordinator is fenced.
@@ -254,7 +255,11 @@ func (s *State) checkSequence(d Data, e *entry) *kerr.Error {
 // RecordData notes an appended data batch at [first, last]. Called for every
 // batch with a producer id the log takes, on leaders and followers alike, and
 // when rebuilding from the log. It retires the producer's verification.
-func (s *State) RecordData(d Data, first, last int64) {
+// origin is who wrote the batch: a coordinator's batch (the group
+// coordinator's TxnOffsetCommit writes, always at sequence 0 as Kafka
+// writes them) moves the epoch and the transaction but is not cached for
+// duplicate detection, which only ever looks for a client's retries.
+func (s *State) RecordData(d Data, origin Origin, first, last int64) {
 	if d.ProducerID == NoProducerID {
 		return
 	}
@@ -265,10 +270,12 @@ func (s *State) RecordData(d Data, first, last int64) {
 		s.m[d.ProducerID] = e
 	}
 	e.setEpoch(d.Epoch)
-	e.batches = append(e.batches, batch{d.FirstSeq, LastSeq(d.FirstSeq, d.Records), first, last})
-	if len(e.batches) > CachedBatches {
-		copy(e.batches, e.batches[len(e.batches)-CachedBatches:])
-		e.batches = e.batches[:CachedBatches]
+	if origin == Client {
+		e.batches = append(e.batches, batch{d.FirstSeq, LastSeq(d.FirstSeq, d.Records), first, last})
+		if len(e.batches) > CachedBatches {
+			copy(e.batches, e.batches[len(e.batches)-CachedBatches:])
+			e.batches = e.batches[:CachedBatches]
+		}
 	}
 	if d.Transactional && e.txnFirst < 0 {
 		e.txnFirst = first

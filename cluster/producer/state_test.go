@@ -27,7 +27,7 @@ func TestSequences(t *testing.T) {
 	if v := check(s, idem(pid, 0, 0, 3)); v.Err != nil || v.Duplicate {
 		t.Fatalf("first batch: %+v", v)
 	}
-	s.RecordData(idem(pid, 0, 0, 3), 100, 102)
+	s.RecordData(idem(pid, 0, 0, 3), Client, 100, 102)
 	// A retry of the same batch is a duplicate answered with its offsets.
 	if v := check(s, idem(pid, 0, 0, 3)); !v.Duplicate || v.FirstOffset != 100 || v.LastOffset != 102 {
 		t.Fatalf("retry: %+v", v)
@@ -41,14 +41,14 @@ func TestSequences(t *testing.T) {
 		t.Fatalf("gap: %+v", v)
 	}
 	// An old epoch is fenced; a new epoch must restart at 0.
-	s.RecordData(idem(pid, 0, 3, 2), 103, 104)
+	s.RecordData(idem(pid, 0, 3, 2), Client, 103, 104)
 	if v := check(s, idem(pid, 0, 5, 1)); v.Err != nil {
 		t.Fatalf("in order after record: %+v", v)
 	}
 	if v := check(s, idem(pid, 1, 4, 1)); v.Err != kerr.OutOfOrderSequenceNumber {
 		t.Fatalf("new epoch non-zero: %+v", v)
 	}
-	s.RecordData(idem(pid, 1, 0, 1), 105, 105)
+	s.RecordData(idem(pid, 1, 0, 1), Client, 105, 105)
 	if v := check(s, idem(pid, 0, 5, 1)); v.Err != kerr.InvalidProducerEpoch {
 		t.Fatalf("stale epoch: %+v", v)
 	}
@@ -65,7 +65,7 @@ func TestSequences(t *testing.T) {
 func TestOnlyLastFiveCached(t *testing.T) {
 	s := New()
 	for i := int32(0); i < 8; i++ {
-		s.RecordData(idem(1, 0, i, 1), int64(i), int64(i))
+		s.RecordData(idem(1, 0, i, 1), Client, int64(i), int64(i))
 	}
 	if v := check(s, idem(1, 0, 2, 1)); v.Duplicate {
 		t.Fatalf("batch 2 should have left the cache: %+v", v)
@@ -80,7 +80,7 @@ func TestSequenceWrap(t *testing.T) {
 		t.Fatalf("LastSeq wrap = %d", got)
 	}
 	s := New()
-	s.RecordData(idem(1, 0, 0, 1), 0, 0)
+	s.RecordData(idem(1, 0, 0, 1), Client, 0, 0)
 	s.m[1].batches[0].lastSeq = math.MaxInt32 - 1
 	if v := check(s, idem(1, 0, math.MaxInt32, 3)); v.Err != nil {
 		t.Fatalf("wrap batch: %+v", v)
@@ -110,7 +110,7 @@ func TestTransactionNeedsVerification(t *testing.T) {
 	if v := s.CheckData(txnal(pid, 0, 0, 2), Client, g, Lenience{}); v.Err != nil {
 		t.Fatalf("verified batch: %+v", v)
 	}
-	s.RecordData(txnal(pid, 0, 0, 2), 10, 11)
+	s.RecordData(txnal(pid, 0, 0, 2), Client, 10, 11)
 	if !s.HasOngoing(pid, 0) || s.BeginVerification(pid, 0, 2, false) != 0 {
 		t.Fatal("open transaction not seen")
 	}
@@ -136,7 +136,7 @@ func TestLastStableAndAbortedIndex(t *testing.T) {
 		if v := s.CheckData(txnal(pid, 0, 0, int32(last-first+1)), Client, g, Lenience{}); v.Err != nil {
 			t.Fatal(v.Err)
 		}
-		s.RecordData(txnal(pid, 0, 0, int32(last-first+1)), first, last)
+		s.RecordData(txnal(pid, 0, 0, int32(last-first+1)), Client, first, last)
 	}
 	open(1, 0, 4)
 	open(2, 5, 9)
@@ -179,7 +179,7 @@ func TestMarkerEpochs(t *testing.T) {
 		s := New()
 		g := s.BeginVerification(1, 5, 0, tv == 2)
 		s.CheckData(txnal(1, 5, 0, 1), Client, g, Lenience{})
-		s.RecordData(txnal(1, 5, 0, 1), 0, 0)
+		s.RecordData(txnal(1, 5, 0, 1), Client, 0, 0)
 		same := s.CheckMarker(1, 5, commit, tv)
 		if tv == 1 && same.Err != nil || tv == 2 && same.Err != kerr.InvalidProducerEpoch {
 			t.Fatalf("tv%d: marker at the data's epoch: %+v", tv, same)
@@ -201,7 +201,7 @@ func TestMarkerEpochs(t *testing.T) {
 		// Version 2: the next transaction's data at the bumped epoch makes a
 		// late marker of that epoch stale.
 		if tv == 2 {
-			s.RecordData(txnal(1, 6, 0, 1), 2, 2)
+			s.RecordData(txnal(1, 6, 0, 1), Client, 2, 2)
 			if v := s.CheckMarker(1, 6, commit, 2); v.Err != kerr.InvalidProducerEpoch {
 				t.Fatalf("tv2: late marker over a newer transaction: %+v", v)
 			}
@@ -211,11 +211,48 @@ func TestMarkerEpochs(t *testing.T) {
 
 func TestZombieLenience(t *testing.T) {
 	s := New()
-	s.RecordData(idem(1, 3, 0, 1), 0, 0)
+	s.RecordData(idem(1, 3, 0, 1), Client, 0, 0)
 	if v := check(s, idem(1, 2, 0, 1)); v.Err != kerr.InvalidProducerEpoch {
 		t.Fatalf("zombie: %+v", v)
 	}
 	if v := s.CheckData(txnal(1, 2, 0, 1), Client, 0, Lenience{AcceptStaleEpoch: true}); v.Err != nil {
 		t.Fatalf("zombie under the planted bug: %+v", v)
+	}
+}
+
+// The group coordinator writes every TxnOffsetCommit batch at sequence 0,
+// as Kafka does: such batches move the producer's epoch and transaction but
+// are not cached for duplicate detection, so the cache keeps its invariant
+// (contiguous sequences) however many the producer commits in one epoch.
+func TestCoordinatorBatchesNotCached(t *testing.T) {
+	s := New()
+	const pid = 3
+	for i := range int64(3) {
+		d := txnal(pid, 0, 0, 2)
+		g := s.BeginVerification(pid, 0, 0, false)
+		if v := s.CheckData(d, Coordinator, g, Lenience{}); v.Err != nil {
+			t.Fatalf("commit %d: %+v", i, v)
+		}
+		s.RecordData(d, Coordinator, 10*i, 10*i+1)
+		if !s.HasOngoing(pid, 0) {
+			t.Fatalf("commit %d opened no transaction", i)
+		}
+		if err := s.Invariants(); err != nil {
+			t.Fatalf("after commit %d: %v", i, err)
+		}
+		s.RecordMarker(pid, 0, storage.Marker{Commit: true}, 10*i+2)
+	}
+	if n := len(s.m[pid].batches); n != 0 {
+		t.Fatalf("%d coordinator batches cached", n)
+	}
+	// A client batch would be cached: one at sequence 0 again is then a
+	// retry of it or out of order.
+	s.RecordData(txnal(pid, 0, 0, 2), Client, 40, 41)
+	s.RecordMarker(pid, 0, storage.Marker{Commit: true}, 42)
+	if v := s.CheckData(txnal(pid, 0, 0, 2), Client, 0, Lenience{}); !v.Duplicate || v.FirstOffset != 40 {
+		t.Fatalf("client batch retried: %+v", v)
+	}
+	if v := s.CheckData(txnal(pid, 0, 0, 1), Client, s.BeginVerification(pid, 0, 0, false), Lenience{}); v.Err != kerr.OutOfOrderSequenceNumber {
+		t.Fatalf("client batch at sequence 0 again: %+v", v)
 	}
 }

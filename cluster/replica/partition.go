@@ -146,8 +146,19 @@ func (p *Partition) recordBatch(h storage.BatchHeader, m *storage.Marker) {
 			p.logger().Debug("transaction completed", "producer", t.ProducerID, "first", t.FirstOffset, "marker", t.LastOffset, "aborted", t.Aborted)
 		}
 	case h.ProducerID != producer.NoProducerID:
-		p.producers.RecordData(producer.DataOf(h), h.BaseOffset, h.LastOffset())
+		p.producers.RecordData(producer.DataOf(h), p.writer(), h.BaseOffset, h.LastOffset())
 	}
+}
+
+// writer is who wrote this partition's producer batches, which a follower
+// and a rebuild cannot tell from the batch: the coordinators alone write
+// the internal topics (AppendAsLeader refuses clients there), clients alone
+// the others.
+func (p *Partition) writer() producer.Origin {
+	if meta.IsInternal(p.Topic) {
+		return producer.Coordinator
+	}
+	return producer.Client
 }
 
 func (p *Partition) now() time.Time {
@@ -330,8 +341,9 @@ type AppendOptions struct {
 	// Acks is -1 (all), 0 or 1; for acks=all the min ISR check happens
 	// before anything is written.
 	Acks int16
-	// Origin says how far producer state is checked (client batches fully,
-	// the group coordinator's transactional offset commits by epoch only).
+	// Origin says who writes and so how far producer state is checked
+	// (client batches fully, a coordinator's by epoch only). Clients write
+	// every topic but the internal ones, coordinators only those.
 	Origin producer.Origin
 	// Guard is the verification guard of a transactional batch whose
 	// transaction the coordinator confirmed includes this partition
@@ -347,6 +359,11 @@ func (p *Partition) AppendAsLeader(records []byte, opts AppendOptions) (AppendRe
 	defer p.mu.Unlock()
 	if e := p.leaderAppendable(opts.Acks); e != nil {
 		return AppendResult{}, e
+	}
+	if opts.Origin != p.writer() {
+		// Kafka's ReplicaManager.appendToLocalLog: "Cannot append to
+		// internal topic"; and a coordinator writes only its own topic.
+		return AppendResult{}, kerr.InvalidTopicException
 	}
 	type item struct {
 		h     storage.BatchHeader

@@ -22,10 +22,11 @@ import (
 	"time"
 
 	"gregor/cluster/group"
+	"gregor/cluster/meta"
 )
 
 // Topic is the internal topic holding transaction metadata.
-const Topic = "__transaction_state"
+const Topic = meta.TransactionStateTopic
 
 // Config tunes the coordinator. Zero fields take the defaults in Defaults.
 type Config struct {

@@ -1,0 +1,71 @@
+package replica
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/cluster/meta"
+	"gregor/cluster/producer"
+	"gregor/cluster/storage"
+)
+
+// leaderOf1 is node 1 leading a one-replica partition of topic.
+func leaderOf1(t *testing.T, topic string) *Partition {
+	t.Helper()
+	l, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(&Config{NodeID: 1, ReplicaLagMax: time.Minute}, topic, 0, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	p.Update(meta.Partition{Topic: topic, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}, 1)
+	return p
+}
+
+// TestInternalTopicWriters: a client cannot produce to an internal topic
+// (Kafka's "Cannot append to internal topic"), and a coordinator writes
+// only there; so a follower or a rebuild, which cannot tell a batch's
+// writer from the batch, can tell it from the topic.
+func TestInternalTopicWriters(t *testing.T) {
+	batch := func() []byte {
+		return storage.Batch{Timestamp: 1, ProducerID: 5, ProducerEpoch: 0, BaseSequence: 0, Values: [][]byte{[]byte("v")}}.Encode()
+	}
+	for _, c := range []struct {
+		topic  string
+		origin producer.Origin
+		want   *kerr.Error
+	}{
+		{meta.OffsetsTopic, producer.Client, kerr.InvalidTopicException},
+		{meta.TransactionStateTopic, producer.Client, kerr.InvalidTopicException},
+		{"orders", producer.Coordinator, kerr.InvalidTopicException},
+		{meta.OffsetsTopic, producer.Coordinator, nil},
+		{"orders", producer.Client, nil},
+	} {
+		p := leaderOf1(t, c.topic)
+		if _, e := p.AppendAsLeader(batch(), AppendOptions{Acks: 1, Origin: c.origin}); e != c.want {
+			t.Errorf("%s written by origin %d: %v, want %v", c.topic, c.origin, e, c.want)
+		}
+	}
+	// Two coordinator batches at sequence 0 in one epoch (two offset
+	// commits of one producer) pass the checks, invariants included, and a
+	// rebuild from the log agrees.
+	p := leaderOf1(t, meta.OffsetsTopic)
+	for i := range 2 {
+		if _, e := p.AppendAsLeader(batch(), AppendOptions{Acks: 1, Origin: producer.Coordinator}); e != nil {
+			t.Fatalf("coordinator batch %d: %v", i, e)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.rebuildProducers(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.invariants(); err != nil {
+		t.Fatalf("after a rebuild: %v", err)
+	}
+}
