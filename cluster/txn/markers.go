@@ -2,9 +2,10 @@ package txn
 
 import (
 	"errors"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/internal/sleep"
 )
 
 // startCompletionLocked prepares the Complete state of a transaction whose
@@ -60,7 +61,7 @@ func (s *shard) complete(m *Meta, mk Markers, t Transit) {
 		}
 		left := len(m.Partitions)
 		s.mu.Unlock()
-		if left > 0 && !sleep(s, s.c.cfg.MarkerBackoff) {
+		if left > 0 && !sleep.For(s.ctx, s.c.cfg.MarkerBackoff) {
 			return
 		}
 	}
@@ -71,7 +72,7 @@ func (s *shard) complete(m *Meta, mk Markers, t Transit) {
 		case e == nil:
 			return
 		case e == kerr.CoordinatorNotAvailable:
-			if !sleep(s, s.c.cfg.MarkerBackoff) {
+			if !sleep.For(s.ctx, s.c.cfg.MarkerBackoff) {
 				return
 			}
 		default:
@@ -79,18 +80,5 @@ func (s *shard) complete(m *Meta, mk Markers, t Transit) {
 			log.Info("not completing transaction", "err", e)
 			return
 		}
-	}
-}
-
-// sleep waits d unless the shard unloads first; it reports whether the
-// shard still stands.
-func sleep(s *shard, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.ctx.Done():
-		return false
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
+	"gregor/internal/sleep"
 )
 
 func init() { register(0, 3, 12, handleProduce) }
@@ -219,9 +220,8 @@ func (s *Server) verifyTxn(ctx context.Context, req *kmsg.ProduceRequest, pid in
 	// Each retry starts the verification anew: a marker landing meanwhile
 	// retires the guards of the last attempt.
 	for start := time.Now(); add && e == kerr.ConcurrentTransactions && time.Since(start) < addRetryMax; {
-		select {
-		case <-time.After(addRetryBackoff):
-		case <-vctx.Done():
+		if !sleep.For(vctx, addRetryBackoff) {
+			break // the request's time is up: answer what the last try said
 		}
 		clear(v.guards)
 		if ask = begin(); len(ask) == 0 {
