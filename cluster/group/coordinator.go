@@ -215,7 +215,8 @@ type shard struct {
 	groups            map[string]*Group
 	// lateMarkers are transaction ends CompleteTxn saw while loading,
 	// applied once the replay is done (a replay may or may not have seen
-	// their markers: applying one twice is harmless).
+	// their markers: applying one twice is harmless). Invariant (checked by
+	// invariants): empty once loaded.
 	lateMarkers []txnEnd
 }
 
@@ -249,7 +250,7 @@ func (s *shard) load() {
 		}
 		var k recordKey
 		if json.Unmarshal(r.Key, &k) != nil {
-			return // not ours (a client produced to the internal topic)
+			return // not a group record: skipped, as Kafka's loader skips unknown keys
 		}
 		switch k.Kind {
 		case kindOffset:

@@ -146,7 +146,9 @@ type Group struct {
 	// txnOffsets are offsets committed by transactions not yet ended, by
 	// producer id (Kafka's pendingTransactionalOffsetCommits): the group
 	// sees them only when the transaction's COMMIT marker lands on its
-	// __consumer_offsets partition, and never after its ABORT.
+	// __consumer_offsets partition, and never after its ABORT. Invariant
+	// (checked by invariants): per producer id (>= 0) at least one offset,
+	// each at its log offset or inFlight while its write is out.
 	txnOffsets map[int64]map[TopicPartition]committed
 }
 

@@ -130,6 +130,11 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 				pending[k] = v
 			}
 		}
+		if len(pending) == 0 {
+			// A failed write took the producer's last pending offset: the
+			// group no longer waits for its marker (and may be deleted).
+			delete(g.txnOffsets, req.ProducerID)
+		}
 		if e != nil {
 			return failAll(e)
 		}

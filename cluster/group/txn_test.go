@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -54,5 +55,47 @@ func TestReloadTxnOffsets(t *testing.T) {
 	h.c.CompleteTxn(0, 9, true)
 	if o, e := fetch(2, true); o != 30 || e != nil {
 		t.Fatalf("after the commit marker: %d %v, want 30", o, e)
+	}
+}
+
+// A TxnOffsetCommit whose write fails leaves nothing pending (the group
+// does not wait for a marker that will never carry those offsets); one
+// whose write succeeds is pending until its marker.
+func TestTxnOffsetCommitWriteFails(t *testing.T) {
+	h := newHarness(t, 1)
+	l := h.env.logs[0]
+	commit := func(pid int64, off int64) *kmsg.TxnOffsetCommitResponse {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.Generation = "tx", "tg", pid, -1
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, off
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return h.c.TxnOffsetCommit(context.Background(), req)()
+	}
+	stable := func() *kerr.Error {
+		g := h.c.fetchGroup("tg", []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}, false, true)
+		e, _ := kerr.ErrorForCode(g.Topics[0].Partitions[0].ErrorCode).(*kerr.Error)
+		return e
+	}
+	l.mu.Lock()
+	l.failErr = kerr.NotEnoughReplicas
+	l.mu.Unlock()
+	if resp := commit(7, 10); resp.Topics[0].Partitions[0].ErrorCode == 0 {
+		t.Fatal("TxnOffsetCommit succeeded with its write failing")
+	}
+	if e := stable(); e != nil {
+		t.Fatalf("after the failed write: %v, want no pending offset", e)
+	}
+	l.mu.Lock()
+	l.failErr = nil
+	l.mu.Unlock()
+	if resp := commit(7, 20); resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("TxnOffsetCommit: %v", kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+	if e := stable(); e != kerr.UnstableOffsetCommit {
+		t.Fatalf("after the write: %v, want UNSTABLE_OFFSET_COMMIT", e)
 	}
 }

@@ -394,6 +394,22 @@ func (s *State) FirstUnstable(hw int64) (int64, bool) {
 	return first, ok
 }
 
+// Unstable lists, unordered, the transactions a read_committed reader may
+// not pass yet: the open ones (LastOffset -1) and the completed ones whose
+// marker is not below hw. It changes nothing (for invariant checks).
+func (s *State) Unstable(hw int64) []Txn {
+	out := make([]Txn, 0, len(s.ongoing)+len(s.unreplicated))
+	for pid, off := range s.ongoing {
+		out = append(out, Txn{ProducerID: pid, FirstOffset: off, LastOffset: -1})
+	}
+	for _, t := range s.unreplicated {
+		if t.LastOffset >= hw {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Aborted lists the aborted transactions that overlap [from, upTo): their
 // marker is at or after from and their first offset before upTo (Kafka's
 // collectAbortedTransactions for a read_committed fetch).

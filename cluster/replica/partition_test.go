@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +68,52 @@ func TestInternalTopicWriters(t *testing.T) {
 	}
 	if err := p.invariants(); err != nil {
 		t.Fatalf("after a rebuild: %v", err)
+	}
+}
+
+// TestLSOInvariantsCatch: with producer 5's transaction open at offset 3
+// and the HW at 4, the LSO is 3; the check refuses every other value: the
+// HW (what lso-past-open-txn answers), past the HW, below any transaction.
+// With the bug planted only the HW bound is checked: the harness must
+// catch the bug, not the broker's own check.
+func TestLSOInvariantsCatch(t *testing.T) {
+	p := leaderOf1(t, "t")
+	if _, e := p.AppendAsLeader(storage.NewBatch(0, 0, []byte("a"), []byte("b"), []byte("c")), AppendOptions{Acks: 1}); e != nil {
+		t.Fatal(e)
+	}
+	guard, e := p.BeginVerification(5, 0, 0, false)
+	if e != nil || guard == 0 {
+		t.Fatalf("verification: guard %d, %v", guard, e)
+	}
+	txnl := storage.Batch{Timestamp: 1, ProducerID: 5, BaseSequence: 0, Attributes: storage.AttrTransactional, Values: [][]byte{[]byte("t")}}
+	if _, e := p.AppendAsLeader(txnl.Encode(), AppendOptions{Acks: 1, Guard: guard}); e != nil {
+		t.Fatal(e)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if lso := p.lso(); p.hw != 4 || lso != 3 {
+		t.Fatalf("healthy partition: HW %d, LSO %d; want 4, 3", p.hw, lso)
+	}
+	if err := p.invariants(); err != nil {
+		t.Fatalf("healthy partition: %v", err)
+	}
+	for _, c := range []struct {
+		lso  int64
+		want string
+	}{
+		{4, "LSO 4 past producer 5's transaction from 3"},
+		{5, "LSO 5 past the HW 4"},
+		{2, "LSO 2 is neither the HW 4 nor where an unstable transaction starts"},
+	} {
+		if err := p.lsoInvariants(c.lso); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("LSO %d: check said %v, want %q", c.lso, err, c.want)
+		}
+	}
+	p.cfg.Bugs.LSOPastOpenTxn = true
+	if err := p.lsoInvariants(4); err != nil {
+		t.Errorf("the planted bug's LSO refused by the check: %v", err)
+	}
+	if err := p.lsoInvariants(5); err == nil {
+		t.Error("LSO past the HW accepted with the bug planted")
 	}
 }

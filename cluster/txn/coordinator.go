@@ -189,7 +189,7 @@ func (c *Coordinator) shardFor(id string) (*shard, *kerr.Error) {
 		return nil, kerr.NotCoordinator
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	switch {
 	case s.unloaded:
 		return nil, kerr.NotCoordinator
@@ -210,7 +210,7 @@ func (c *Coordinator) loadedShards() (out []*shard, loading bool) {
 		} else if !s.unloaded {
 			out = append(out, s)
 		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 	return out, loading
 }
@@ -279,7 +279,7 @@ func (s *shard) load() {
 		}
 	})
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if s.unloaded {
 		return
 	}
@@ -309,7 +309,7 @@ func (s *shard) load() {
 func (s *shard) unload() {
 	s.cancel()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	s.unloaded = true
 	clear(s.txns)
 }
@@ -335,7 +335,7 @@ func (s *shard) write(ctx context.Context, m *Meta, t Transit, keep bool) *kerr.
 		e = kerr.UnknownServerError
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if s.unloaded || s.txns[m.ID] != m {
 		return kerr.NotCoordinator
 	}

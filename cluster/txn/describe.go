@@ -36,7 +36,7 @@ func (c *Coordinator) Describe(id string) (Description, *kerr.Error) {
 		return Description{}, e
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	m := s.txns[id]
 	if m == nil || m.State == Dead {
 		return Description{}, kerr.TransactionalIDNotFound
@@ -84,7 +84,7 @@ func (c *Coordinator) List(f Filter) ([]Description, []string, *kerr.Error) {
 				out = append(out, m.describe())
 			}
 		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 	slices.SortFunc(out, func(a, b Description) int { return strings.Compare(a.ID, b.ID) })
 	return out, unknown, nil

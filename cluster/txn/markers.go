@@ -28,18 +28,18 @@ func (s *shard) complete(m *Meta, mk Markers, t Transit) {
 	for round := 0; ; round++ {
 		s.mu.Lock()
 		if s.unloaded || s.txns[m.ID] != m || m.pending != t.State {
-			s.mu.Unlock()
+			s.unlock()
 			return
 		}
 		mk.Partitions = m.SortedPartitions()
-		s.mu.Unlock()
+		s.unlock()
 		if len(mk.Partitions) == 0 {
 			break
 		}
 		res := s.c.env.WriteMarkers(s.ctx, mk)
 		s.mu.Lock()
 		if s.unloaded || s.txns[m.ID] != m {
-			s.mu.Unlock()
+			s.unlock()
 			return
 		}
 		for tp, err := range res {
@@ -50,7 +50,7 @@ func (s *shard) complete(m *Meta, mk Markers, t Transit) {
 			case errors.As(err, &ke) && (ke == kerr.InvalidProducerEpoch || ke == kerr.TransactionCoordinatorFenced):
 				// The producer or coordinator moved on: Kafka stops sending
 				// and leaves the transaction to the next coordinator.
-				s.mu.Unlock()
+				s.unlock()
 				log.Warn("transaction marker refused; no longer sending", "partition", tp.String(), "err", err)
 				return
 			default:
@@ -60,7 +60,7 @@ func (s *shard) complete(m *Meta, mk Markers, t Transit) {
 			}
 		}
 		left := len(m.Partitions)
-		s.mu.Unlock()
+		s.unlock()
 		if left > 0 && !sleep.For(s.ctx, s.c.cfg.MarkerBackoff) {
 			return
 		}

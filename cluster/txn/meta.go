@@ -103,7 +103,8 @@ type Transit struct {
 }
 
 // Meta is one transactional id's metadata on its coordinator (Kafka's
-// TransactionMetadata). The shard's lock guards it.
+// TransactionMetadata). The shard's lock guards it; its invariants (the
+// state machine's) are checked at every release (invariants.go).
 type Meta struct {
 	ID             string
 	ProducerID     int64
@@ -125,6 +126,8 @@ type Meta struct {
 	// failedFence: a fence's epoch bump may not have been written; the next
 	// fence does not bump again (hasFailedEpochFence).
 	failedFence bool
+	// checked is the metadata as the last invariant check saw it.
+	checked checkedMeta
 }
 
 func newMeta(id string, pid int64, timeoutMs int32, nowMs int64) *Meta {

@@ -34,7 +34,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	}
 	s.mu.Lock()
 	m := s.txns[id]
-	s.mu.Unlock()
+	s.unlock()
 	if m == nil {
 		pid, e := c.env.NewProducerID(ctx)
 		if e != nil {
@@ -42,18 +42,18 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		}
 		s.mu.Lock()
 		if s.unloaded {
-			s.mu.Unlock()
+			s.unlock()
 			return noProducerID, noEpoch, kerr.NotCoordinator
 		}
 		if m = s.txns[id]; m == nil {
 			m = newMeta(id, pid, timeoutMs, s.nowMs())
 			s.txns[id] = m
 		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 	s.mu.Lock()
 	t, fence, e := s.prepareInit(ctx, m, timeoutMs, expected)
-	s.mu.Unlock()
+	s.unlock()
 	if e != nil {
 		return noProducerID, noEpoch, e
 	}
@@ -67,7 +67,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		return noProducerID, noEpoch, e
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	s.c.cfg.Logger.Info("initialized transactional id", "txn", id, "producer", m.ProducerID, "epoch", m.Epoch, "partition", s.partition)
 	return m.ProducerID, m.Epoch, nil
 }
@@ -124,11 +124,11 @@ func (s *shard) prepareInit(ctx context.Context, m *Meta, timeoutMs int32, expec
 func (s *shard) fenceAndAbort(ctx context.Context, m *Meta) *kerr.Error {
 	s.mu.Lock()
 	if s.unloaded || s.txns[m.ID] != m {
-		s.mu.Unlock()
+		s.unlock()
 		return kerr.NotCoordinator
 	}
 	if m.State != Ongoing || m.pending != "" {
-		s.mu.Unlock()
+		s.unlock()
 		return kerr.ConcurrentTransactions
 	}
 	f := m.prepareFence()
@@ -136,15 +136,15 @@ func (s *shard) fenceAndAbort(ctx context.Context, m *Meta) *kerr.Error {
 	m.Epoch, m.LastEpoch = f.Epoch, noEpoch
 	t := m.prepareEnd(PrepareAbort, s.c.cfg.Version, noProducerID, s.nowMs())
 	s.c.cfg.Logger.Info("fencing producer and aborting its transaction", "txn", m.ID, "producer", m.ProducerID, "epoch", m.Epoch)
-	s.mu.Unlock()
+	s.unlock()
 	if e := s.write(ctx, m, t, false); e != nil {
 		s.mu.Lock()
 		m.failedFence = true
-		s.mu.Unlock()
+		s.unlock()
 		return e
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if s.unloaded || s.txns[m.ID] != m || m.State != PrepareAbort || m.pending != "" {
 		return kerr.NotCoordinator
 	}
@@ -165,7 +165,7 @@ func (c *Coordinator) AbortTimedOut() {
 				late = append(late, m)
 			}
 		}
-		s.mu.Unlock()
+		s.unlock()
 		for _, m := range late {
 			c.cfg.Logger.Info("aborting transaction past its timeout", "txn", m.ID, "producer", m.ProducerID, "timeout_ms", m.TimeoutMs)
 			c.background(func() {
@@ -208,16 +208,16 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 		case m.pending != "" || m.State == PrepareCommit || m.State == PrepareAbort:
 			e = kerr.ConcurrentTransactions
 		case m.State == Ongoing && m.hasAll(parts):
-			s.mu.Unlock()
+			s.unlock()
 			return nil
 		}
 	}
 	if e != nil {
-		s.mu.Unlock()
+		s.unlock()
 		return e
 	}
 	t := m.prepareAddPartitions(parts, s.nowMs())
-	s.mu.Unlock()
+	s.unlock()
 	return s.write(ctx, m, t, false)
 }
 
@@ -243,7 +243,7 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, parts 
 		return nil, e
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	m, e := s.lookup(id, pid, epoch)
 	if e != nil {
 		return nil, e
@@ -293,12 +293,12 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 	s.mu.Lock()
 	m := s.txns[id]
 	if m == nil {
-		s.mu.Unlock()
+		s.unlock()
 		return noProducerID, noEpoch, kerr.InvalidProducerIDMapping
 	}
 	t, done, e := s.prepareEndTxn(ctx, m, pid, epoch, want, version)
 	curPid, curEpoch := m.ProducerID, m.Epoch
-	s.mu.Unlock()
+	s.unlock()
 	switch {
 	case e != nil:
 		return noProducerID, noEpoch, e
@@ -316,7 +316,7 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 		return noProducerID, noEpoch, e
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	// sendTxnMarkersCallback: answer only if nothing moved meanwhile.
 	switch {
 	case s.unloaded || s.txns[id] != m:
