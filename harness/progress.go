@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -15,6 +16,10 @@ type progress struct {
 	phase  atomic.Value // string
 	ops    func() int64
 	faults func() (done, active int)
+	// mu serializes the lines: set (the run's goroutine) and loop (the
+	// ticker's) both write to w, which need not be safe for concurrent use
+	// (a test's strings.Builder is not).
+	mu sync.Mutex
 }
 
 func (p *progress) set(phase string) {
@@ -35,6 +40,8 @@ func (p *progress) line() {
 	if p.faults != nil {
 		done, active = p.faults()
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "gregor run: %-10s %6.1fs  ops %-7d faults %d (active %d)\n",
 		ph, time.Since(p.start).Seconds(), ops, done, active)
 }
