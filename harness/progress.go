@@ -11,15 +11,14 @@ import (
 // progress prints one line per tick on the user's terminal (stderr):
 // phase, elapsed time, operations done, faults started and in force.
 type progress struct {
+	// mu serialises lines: the run's phases and the ticker both print, and
+	// w need not be safe for concurrent writes.
+	mu     sync.Mutex
 	w      io.Writer
 	start  time.Time
 	phase  atomic.Value // string
 	ops    func() int64
 	faults func() (done, active int)
-	// mu serializes the lines: set (the run's goroutine) and loop (the
-	// ticker's) both write to w, which need not be safe for concurrent use
-	// (a test's strings.Builder is not).
-	mu sync.Mutex
 }
 
 func (p *progress) set(phase string) {
