@@ -20,8 +20,11 @@ vet:
 	 if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # -race needs cgo; the race detector is worth it for a concurrent broker.
+# Parallel tests (t.Parallel) are in-process cluster scenarios that mostly
+# wait on failure detection, not on the CPU: 4 at a time, not GOMAXPROCS.
+TEST_PARALLEL ?= 4
 test: vet
-	CGO_ENABLED=1 $(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
+	CGO_ENABLED=1 $(GO) test -race -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(PKGS)
 
 test-short:
 	$(GO) test -short -timeout $(TEST_TIMEOUT) $(PKGS)

@@ -30,6 +30,10 @@ type Load struct {
 	// Acks: 0, 1 or -1 (all). acks=all enables idempotence as clients do by default.
 	Acks int16
 	RF   int16
+	// TxnSize > 0 produces in transactions of that many records, each
+	// committed before the next begins (acks=all), and consumes
+	// read_committed.
+	TxnSize int
 }
 
 // Target is a cluster to measure.
@@ -105,10 +109,12 @@ func Run(ctx context.Context, t Target, l Load, topic string) (Result, error) {
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(t.Bootstrap...), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.MaxBufferedRecords(50_000)}
-	switch l.Acks {
-	case -1:
+	switch {
+	case l.TxnSize > 0:
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.TransactionalID(topic+"-producer"))
+	case l.Acks == -1:
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-	case 0:
+	case l.Acks == 0:
 		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
 	default:
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
@@ -125,29 +131,50 @@ func Run(ctx context.Context, t Target, l Load, topic string) (Result, error) {
 	// Warm up: one record per partition, untimed, so that the timed run does
 	// not include a new topic's leaders settling on every broker (franz-go
 	// backs off on NOT_LEADER while they do) — the same for every target.
-	warm, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	warmOpts := append(slices.Clone(opts), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if l.TxnSize > 0 {
+		// The transactional producer warms up in the timed client's stead:
+		// a second one with the same id would fence it.
+		warmOpts = append(warmOpts, kgo.TransactionalID(topic+"-warm"))
+	}
+	warm, err := kgo.NewClient(warmOpts...)
 	if err != nil {
 		return res, err
 	}
-	for p := int32(0); p < l.Partitions; p++ {
-		if err := warm.ProduceSync(ctx, &kgo.Record{Partition: p, Value: value}).FirstErr(); err != nil {
-			warm.Close()
-			return res, fmt.Errorf("%s: warm-up produce to partition %d: %w", t.Name, p, err)
-		}
+	if err := warmUp(ctx, warm, l, value); err != nil {
+		warm.Close()
+		return res, fmt.Errorf("%s: warm-up: %w", t.Name, err)
 	}
 	warm.Close()
 	var wg sync.WaitGroup
 	var failed atomic.Int64
 	var firstErr atomic.Value
 	start := time.Now()
-	for i := 0; i < l.Records; i++ {
-		wg.Add(1)
-		prod.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-			if err != nil && failed.Add(1) == 1 {
-				firstErr.Store(err)
+	batch := l.Records
+	if l.TxnSize > 0 {
+		batch = l.TxnSize
+	}
+	for i := 0; i < l.Records; i += batch {
+		if l.TxnSize > 0 {
+			if err := prod.BeginTransaction(); err != nil {
+				return res, fmt.Errorf("%s: begin transaction: %w", t.Name, err)
 			}
-			wg.Done()
-		})
+		}
+		for j := i; j < min(i+batch, l.Records); j++ {
+			wg.Add(1)
+			prod.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil && failed.Add(1) == 1 {
+					firstErr.Store(err)
+				}
+				wg.Done()
+			})
+		}
+		if l.TxnSize > 0 {
+			wg.Wait()
+			if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				return res, fmt.Errorf("%s: commit: %w", t.Name, err)
+			}
+		}
 	}
 	wg.Wait()
 	res.ProducePerS = float64(l.Records) / time.Since(start).Seconds()
@@ -159,7 +186,7 @@ func Run(ctx context.Context, t Target, l Load, topic string) (Result, error) {
 	for p := int32(0); p < l.Partitions; p++ {
 		offsets[topic][p] = kgo.NewOffset().At(0)
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(t.Bootstrap...), kgo.ConsumePartitions(offsets))
+	cons, err := kgo.NewClient(kgo.SeedBrokers(t.Bootstrap...), kgo.ConsumePartitions(offsets), kgo.FetchIsolationLevel(isolation(l)))
 	if err != nil {
 		return res, err
 	}
@@ -208,11 +235,11 @@ func Compare(ctx context.Context, ref Target, others []Target, l Load, rounds in
 func Pair(ctx context.Context, ref Target, refLoad Load, t Target, load Load, rounds int) (Result, Result, error) {
 	var rs, ts []Result
 	for r := 0; r < rounds; r++ {
-		a, err := Run(ctx, ref, refLoad, fmt.Sprintf("pair-ref-%d-%d", load.RF, r)+acksName(load.Acks))
+		a, err := Run(ctx, ref, refLoad, fmt.Sprintf("pair-ref-%d-%d", load.RF, r)+loadName(load))
 		if err != nil {
 			return Result{}, Result{}, err
 		}
-		b, err := Run(ctx, t, load, fmt.Sprintf("pair-%d-%d", load.RF, r)+acksName(load.Acks))
+		b, err := Run(ctx, t, load, fmt.Sprintf("pair-%d-%d", load.RF, r)+loadName(load))
 		if err != nil {
 			return Result{}, Result{}, err
 		}
@@ -225,11 +252,15 @@ func Pair(ctx context.Context, ref Target, refLoad Load, t Target, load Load, ro
 	return med(ref.Name, rs), med(t.Name, ts), nil
 }
 
-func acksName(a int16) string {
-	if a == -1 {
+// loadName tells loads apart in topic names.
+func loadName(l Load) string {
+	if l.TxnSize > 0 {
+		return fmt.Sprintf("-txn%d", l.TxnSize)
+	}
+	if l.Acks == -1 {
 		return "-all"
 	}
-	return fmt.Sprintf("-%d", a)
+	return fmt.Sprintf("-%d", l.Acks)
 }
 
 func median(rs []Result, f func(Result) float64) float64 {
@@ -268,4 +299,30 @@ func Print(w io.Writer, rows []Row) {
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.2fx\t%.2fx\t%s\n", r.Label, r.Result.Target, r.Result.ProducePerS, r.Result.ConsumePerS, pr, cr, tgt)
 	}
 	tw.Flush()
+}
+
+// warmUp writes one record per partition (in one transaction for a
+// transactional load).
+func warmUp(ctx context.Context, cl *kgo.Client, l Load, value []byte) error {
+	if l.TxnSize > 0 {
+		if err := cl.BeginTransaction(); err != nil {
+			return err
+		}
+	}
+	for p := int32(0); p < l.Partitions; p++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: value}).FirstErr(); err != nil {
+			return fmt.Errorf("partition %d: %w", p, err)
+		}
+	}
+	if l.TxnSize > 0 {
+		return cl.EndTransaction(ctx, kgo.TryCommit)
+	}
+	return nil
+}
+
+func isolation(l Load) kgo.IsolationLevel {
+	if l.TxnSize > 0 {
+		return kgo.ReadCommitted()
+	}
+	return kgo.ReadUncommitted()
 }

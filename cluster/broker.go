@@ -19,6 +19,7 @@ import (
 	"gregor/cluster/meta"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
+	"gregor/cluster/txn"
 	"gregor/cluster/wire"
 )
 
@@ -44,6 +45,11 @@ type Broker struct {
 
 	// groups coordinates consumer groups (groups.go); it stops with b.stop.
 	groups *groupCoordinator
+	// txns coordinates transactions (txns.go); it stops with b.stop, and
+	// with it the connections its markers and leaders' verifications use.
+	txns        *txn.Coordinator
+	markerConns *peerConns
+	verifyConns *peerConns
 
 	mu         sync.RWMutex
 	partitions map[tp]*replica.Partition
@@ -122,6 +128,7 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	b.server = wire.NewServer(b, wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log})
 	b.groups = b.startGroups()
+	b.txns = b.startTxns()
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	b.stopWatch = stopWatch
 	b.wg.Add(3)

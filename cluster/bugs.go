@@ -2,7 +2,7 @@ package cluster
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"gregor/cluster/replica"
@@ -10,11 +10,17 @@ import (
 
 // bugSwitches names the planted bugs (DESIGN section 6) the broker carries.
 // Each is off by default; `gregor broker --bug NAME` plants one.
-var bugSwitches = map[string]func(*replica.Bugs){
-	"ack-before-isr":      func(b *replica.Bugs) { b.AckBeforeISR = true },
-	"hw-past-lagging-isr": func(b *replica.Bugs) { b.HWPastLaggingISR = true },
-	"truncate-to-hw":      func(b *replica.Bugs) { b.TruncateToHW = true },
-	"skip-min-isr":        func(b *replica.Bugs) { b.SkipMinISR = true },
+var bugSwitches = map[string]func(*Config){
+	"ack-before-isr":      func(c *Config) { c.Bugs.AckBeforeISR = true },
+	"hw-past-lagging-isr": func(c *Config) { c.Bugs.HWPastLaggingISR = true },
+	"truncate-to-hw":      func(c *Config) { c.Bugs.TruncateToHW = true },
+	"skip-min-isr":        func(c *Config) { c.Bugs.SkipMinISR = true },
+	BugElectOutsideISR:    func(c *Config) { c.ElectOutsideISR = true },
+	// Transactions.
+	"lso-past-open-txn":     func(c *Config) { c.Bugs.LSOPastOpenTxn = true },
+	"no-zombie-fencing":     func(c *Config) { c.Bugs.NoZombieFencing = true },
+	"marker-before-prepare": func(c *Config) { c.Txn.Bugs.MarkerBeforePrepare = true },
+	"txn-offsets-early":     func(c *Config) { c.Groups.Bugs.TxnOffsetsEarly = true },
 }
 
 // BugElectOutsideISR is the controller's planted bug: elect a leader
@@ -23,39 +29,37 @@ const BugElectOutsideISR = "elect-outside-isr"
 
 // BugNames lists the planted bug switches.
 func BugNames() []string {
-	names := make([]string, 0, len(bugSwitches)+1)
+	names := make([]string, 0, len(bugSwitches))
 	for n := range bugSwitches {
 		names = append(names, n)
 	}
-	names = append(names, BugElectOutsideISR)
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
 }
 
-// ParseAllBugs is ParseBugs plus the controller's switch.
-func ParseAllBugs(names []string) (replica.Bugs, bool, error) {
-	var rest []string
-	elect := false
-	for _, n := range names {
-		if n == BugElectOutsideISR {
-			elect = true
-			continue
-		}
-		rest = append(rest, n)
-	}
-	b, err := ParseBugs(rest)
-	return b, elect, err
-}
-
-// ParseBugs turns switch names into replica.Bugs.
-func ParseBugs(names []string) (replica.Bugs, error) {
-	var b replica.Bugs
+// PlantBugs switches on the named planted bugs in cfg.
+func PlantBugs(cfg *Config, names []string) error {
 	for _, n := range names {
 		set, ok := bugSwitches[n]
 		if !ok {
-			return b, fmt.Errorf("unknown planted bug %q: choose from %s", n, strings.Join(BugNames(), ", "))
+			return fmt.Errorf("unknown planted bug %q: choose from %s", n, strings.Join(BugNames(), ", "))
 		}
-		set(&b)
+		set(cfg)
 	}
-	return b, nil
+	return nil
+}
+
+// ParseBugs turns switch names into replica.Bugs; it refuses bugs planted
+// elsewhere than in partition replicas (use PlantBugs for those).
+func ParseBugs(names []string) (replica.Bugs, error) {
+	var c Config
+	if err := PlantBugs(&c, names); err != nil {
+		return replica.Bugs{}, err
+	}
+	var plain Config
+	plain.Bugs = c.Bugs
+	if c.ElectOutsideISR || c.Txn.Bugs != plain.Txn.Bugs || c.Groups.Bugs != plain.Groups.Bugs {
+		return c.Bugs, fmt.Errorf("planted bugs %v are not all partition-replica bugs: plant them with PlantBugs", names)
+	}
+	return c.Bugs, nil
 }

@@ -184,18 +184,21 @@ func (tc *testCluster) createTopic(name string, partitions int32, rf int16, conf
 	if e := resp[name].Err; e != nil {
 		tc.t.Fatalf("create %s: %v (%s)", name, e, resp[name].ErrMessage)
 	}
-	tc.waitFor("leaders elected", 10*time.Second, func() error {
-		t := tc.any().Image().Topics[name]
-		if t == nil {
-			return errors.New("topic not visible")
+	tc.waitFor("leaders elected", 10*time.Second, func() error { return tc.led(name) })
+}
+
+// led reports why topic is not (yet) led on every partition, nil once it is.
+func (tc *testCluster) led(name string) error {
+	t := tc.any().Image().Topics[name]
+	if t == nil {
+		return errors.New("topic not visible")
+	}
+	for _, p := range t.Partitions {
+		if p.Leader < 0 {
+			return fmt.Errorf("partition %d has no leader", p.Index)
 		}
-		for _, p := range t.Partitions {
-			if p.Leader < 0 {
-				return fmt.Errorf("partition %d has no leader", p.Index)
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // isr is the published ISR of topic/partition, sorted.

@@ -12,6 +12,7 @@ import (
 	"gregor/cluster/group"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
+	"gregor/cluster/txn"
 )
 
 // Config is one broker's configuration. Names follow Kafka's where one exists.
@@ -65,6 +66,14 @@ type Config struct {
 	// group.Config's defaults.
 	Groups group.Config
 
+	// TransactionVersion is the cluster's transaction.version feature: 1,
+	// transactions as Kafka 3.x runs them, or 2, KIP-890's (the default, as
+	// for a new Kafka 4 cluster). Every broker of a cluster must have the same.
+	TransactionVersion int16
+	// Txn configures the transaction coordinator (__transaction_state
+	// partitions, timeout checks); zero values take txn.Config's defaults.
+	Txn txn.Config
+
 	// MetricsListen serves GET /metrics (Prometheus text) when set.
 	MetricsListen string
 
@@ -111,9 +120,24 @@ func (c *Config) Defaults() {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = 10 * time.Second
 	}
+	if c.TransactionVersion == 0 {
+		c.TransactionVersion = DefaultTransactionVersion
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+}
+
+// DefaultTransactionVersion is a new Kafka 4 cluster's transaction.version.
+const DefaultTransactionVersion = 2
+
+// CheckTransactionVersion refuses a transaction.version the brokers do not
+// run; gregor's cluster settings check theirs with it too.
+func CheckTransactionVersion(v int16) error {
+	if v != 1 && v != 2 {
+		return fmt.Errorf("--transaction-version %d: give 1 (Kafka 3.x transactions) or 2 (KIP-890)", v)
+	}
+	return nil
 }
 
 // Validate refuses impossible configurations with the fix in the message.
@@ -126,6 +150,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		return fmt.Errorf("no data directory: give --data DIR")
+	}
+	if err := CheckTransactionVersion(c.TransactionVersion); err != nil {
+		return err
 	}
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return fmt.Errorf("heartbeat interval %v >= session timeout %v: every broker would be fenced; lower --heartbeat-interval", c.HeartbeatInterval, c.SessionTimeout)

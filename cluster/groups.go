@@ -16,6 +16,7 @@ import (
 
 	"gregor/cluster/group"
 	"gregor/cluster/meta"
+	"gregor/cluster/producer"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 	"gregor/cluster/wire"
@@ -48,44 +49,58 @@ func (b *Broker) startGroups() *group.Coordinator {
 
 type groupEnv struct{ b *Broker }
 
-func (e groupEnv) OffsetsPartitions() int32 {
-	if t := e.b.Image().Topics[group.Topic]; t != nil {
+func (e groupEnv) OffsetsPartitions() int32      { return e.b.partitionCount(group.Topic) }
+func (e groupEnv) Log(partition int32) group.Log { return e.b.internalLog(group.Topic, partition) }
+
+// partitionCount is a topic's partition count in the current metadata, 0
+// while it does not exist.
+func (b *Broker) partitionCount(topic string) int32 {
+	if t := b.Image().Topics[topic]; t != nil {
 		return int32(len(t.Partitions))
 	}
 	return 0
 }
 
-func (e groupEnv) Log(partition int32) group.Log {
-	p := e.b.Partition(group.Topic, partition)
+// internalLog is this broker's replica of a coordinator's partition, nil
+// when it hosts none.
+func (b *Broker) internalLog(topic string, partition int32) group.Log {
+	p := b.Partition(topic, partition)
 	if p == nil {
 		return nil
 	}
-	return offsetsLog{p: p, node: e.b.cfg.NodeID}
+	return internalLog{b: b, p: p}
 }
 
-// offsetsLog is this broker's replica of one __consumer_offsets partition.
-type offsetsLog struct {
-	p    *replica.Partition
-	node int32
+// internalLog is this broker's replica of one partition of a coordinator's
+// internal topic (__consumer_offsets, __transaction_state).
+type internalLog struct {
+	b *Broker
+	p *replica.Partition
 }
 
-func (l offsetsLog) LeaderEpoch() (int32, bool) {
+func (l internalLog) LeaderEpoch() (int32, bool) {
 	st := l.p.State()
-	return st.LeaderEpoch, st.Leader == l.node
+	return st.LeaderEpoch, st.Leader == l.b.cfg.NodeID
 }
 
 // Append writes the records as one uncompressed v2 batch with acks=all and
 // waits until the high watermark passes it.
-func (l offsetsLog) Append(ctx context.Context, epoch int32, recs []group.Record) (int64, *kerr.Error) {
-	if st := l.p.State(); st.Leader != l.node || st.LeaderEpoch != epoch {
+func (l internalLog) Append(ctx context.Context, epoch int32, recs []group.Record) (int64, *kerr.Error) {
+	b := storage.Batch{Timestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	return l.append(ctx, epoch, b, recs, replica.AppendOptions{Acks: -1, Origin: producer.Coordinator})
+}
+
+// append writes recs as one batch shaped by b, acks=all, in the given
+// leader epoch.
+func (l internalLog) append(ctx context.Context, epoch int32, b storage.Batch, recs []group.Record, opts replica.AppendOptions) (int64, *kerr.Error) {
+	if st := l.p.State(); st.Leader != l.b.cfg.NodeID || st.LeaderEpoch != epoch {
 		return 0, kerr.NotLeaderForPartition
 	}
-	b := storage.Batch{Timestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
 	for _, r := range recs {
 		b.Keys = append(b.Keys, r.Key)
 		b.Values = append(b.Values, r.Value)
 	}
-	res, e := l.p.AppendAsLeader(b.Encode(), -1)
+	res, e := l.p.AppendAsLeader(b.Encode(), opts)
 	if e != nil {
 		return 0, e
 	}
@@ -102,7 +117,7 @@ func (l offsetsLog) Append(ctx context.Context, epoch int32, recs []group.Record
 const maxReplayRead = 1 << 20
 
 // Replay reads the partition from its start to its LEO as of the call.
-func (l offsetsLog) Replay(ctx context.Context, fn func(int64, group.Record)) error {
+func (l internalLog) Replay(ctx context.Context, fn func(int64, group.Record)) error {
 	start, _, leo := l.p.Offsets()
 	for off := start; off < leo; {
 		if err := ctx.Err(); err != nil {
@@ -120,6 +135,14 @@ func (l offsetsLog) Replay(ctx context.Context, fn func(int64, group.Record)) er
 				return nil
 			}
 			off = h.NextOffset()
+			if h.IsControl() {
+				m, err := storage.ParseMarker(h, batch)
+				if err != nil {
+					return err
+				}
+				fn(h.BaseOffset, group.Record{Txn: &group.TxnInfo{ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, Marker: true, Commit: m.Commit}})
+				return nil
+			}
 			return replayBatch(h, batch, fn)
 		})
 		if err != nil {
@@ -150,7 +173,11 @@ func replayBatch(h storage.BatchHeader, batch []byte, fn func(int64, group.Recor
 			return err
 		}
 		src = src[w+int(n):]
-		fn(h.BaseOffset+int64(r.OffsetDelta), group.Record{Key: r.Key, Value: r.Value})
+		rec := group.Record{Key: r.Key, Value: r.Value}
+		if h.IsTransactional() {
+			rec.Txn = &group.TxnInfo{ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch}
+		}
+		fn(h.BaseOffset+int64(r.OffsetDelta), rec)
 	}
 	return nil
 }
@@ -161,28 +188,35 @@ func replayBatch(h storage.BatchHeader, batch []byte, fn func(int64, group.Recor
 func (b *Broker) GroupCoordinator() *group.Coordinator { return b.groups }
 
 // FindCoordinator implements wire.GroupBackend: the leader of the group's
-// __consumer_offsets partition, creating the topic on first use with the
-// cluster's replication factor (min(3, brokers)) and the broker min ISR.
+// __consumer_offsets partition, creating the topic on first use.
 func (b *Broker) FindCoordinator(ctx context.Context, key string) (wire.Coordinator, *kerr.Error) {
 	if b.groups == nil {
 		return wire.Coordinator{}, kerr.CoordinatorNotAvailable
 	}
+	return b.findCoordinator(ctx, group.Topic, b.groups.Config().OffsetsPartitions, key)
+}
+
+// findCoordinator is the leader of key's partition of an internal topic
+// (Kafka's abs(hashCode) % partitions), creating the topic on first use
+// with the cluster's replication factor (min(3, brokers)) and the broker
+// min ISR.
+func (b *Broker) findCoordinator(ctx context.Context, topic string, partitions int32, key string) (wire.Coordinator, *kerr.Error) {
 	im := b.Image()
-	t := im.Topics[group.Topic]
+	t := im.Topics[topic]
 	if t == nil {
 		rf := int16(min(3, len(im.Brokers)))
 		if b.q == nil {
 			rf = 1
 		}
-		_, e, msg := b.CreateTopic(ctx, wire.TopicSpec{Name: group.Topic, Partitions: b.groups.Config().OffsetsPartitions, RF: rf,
-			// No compaction here: unlimited retention keeps every commit
-			// until the group is deleted, so a reload never loses one.
+		_, e, msg := b.CreateTopic(ctx, wire.TopicSpec{Name: topic, Partitions: partitions, RF: rf,
+			// No compaction here: unlimited retention keeps every record
+			// until deleted, so a reload never loses one.
 			Configs: map[string]string{meta.ConfigRetentionMs: "-1", meta.ConfigRetentionSize: "-1"}})
 		if e != nil && !errors.Is(e, kerr.TopicAlreadyExists) {
-			b.log.Warn("creating "+group.Topic, "err", e, "msg", msg)
+			b.log.Warn("creating "+topic, "err", e, "msg", msg)
 			return wire.Coordinator{}, kerr.CoordinatorNotAvailable
 		}
-		if t = b.Image().Topics[group.Topic]; t == nil {
+		if t = b.Image().Topics[topic]; t == nil {
 			return wire.Coordinator{}, kerr.CoordinatorNotAvailable
 		}
 	}

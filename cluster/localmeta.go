@@ -58,7 +58,7 @@ func openLocalMeta(cfg *Config, host string, port int32) (*localMeta, error) {
 }
 
 func (m *localMeta) topic(pt persistedTopic) *meta.Topic {
-	t := &meta.Topic{Name: pt.Name, ID: pt.ID, Configs: pt.Configs}
+	t := &meta.Topic{Name: pt.Name, ID: pt.ID, Configs: pt.Configs, Internal: meta.IsInternal(pt.Name)}
 	me := m.cfg.NodeID
 	for i := int32(0); i < pt.Partitions; i++ {
 		t.Partitions = append(t.Partitions, meta.Partition{

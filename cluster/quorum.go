@@ -219,7 +219,7 @@ func (q *quorum) convert(im *controller.Image) *meta.Image {
 		out.Brokers[id] = meta.Broker{ID: b.ID, Host: b.Host, Port: b.Port, Fenced: !b.Live(), Epoch: b.Epoch}
 	}
 	for name, t := range im.Topics {
-		out.Topics[name] = &meta.Topic{Name: name, ID: t.ID, Configs: t.Configs, Internal: strings.HasPrefix(name, "__"),
+		out.Topics[name] = &meta.Topic{Name: name, ID: t.ID, Configs: t.Configs, Internal: meta.IsInternal(name),
 			Partitions: t.Partitions}
 	}
 	// Shared, not copied: a published controller image is never modified.

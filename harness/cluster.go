@@ -42,6 +42,9 @@ type ClusterConfig struct {
 	Bugs []string
 	// AutoCreateTopics creates an unknown topic on Metadata.
 	AutoCreateTopics bool
+	// TransactionVersion is the cluster's transaction.version feature: 1
+	// (Kafka 3.x transactions) or 2 (KIP-890); 0 is the broker's default.
+	TransactionVersion int16
 	// BrokerArgs are extra flags for every broker, after the others (a
 	// later flag wins).
 	BrokerArgs []string
@@ -52,7 +55,7 @@ type ClusterConfig struct {
 // up's. A run shortens the timeouts (DefaultConfig).
 func DefaultCluster() ClusterConfig {
 	return ClusterConfig{Nodes: 1, MinISR: 1, Fsync: "never", ReplicaLagMax: 30 * time.Second,
-		SessionTimeout: 9 * time.Second, AutoCreateTopics: true}
+		SessionTimeout: 9 * time.Second, AutoCreateTopics: true, TransactionVersion: cluster.DefaultTransactionVersion}
 }
 
 // Validate refuses a cluster that cannot boot or could never take an
@@ -76,8 +79,13 @@ func (c *ClusterConfig) Validate() error {
 	if c.ReplicaLagMax < 0 || c.SessionTimeout < 0 {
 		return fmt.Errorf("--replica-lag-max %v, --session-timeout %v: give positive durations", c.ReplicaLagMax, c.SessionTimeout)
 	}
-	if _, _, err := cluster.ParseAllBugs(c.Bugs); err != nil {
+	if err := cluster.PlantBugs(&cluster.Config{}, c.Bugs); err != nil {
 		return fmt.Errorf("--bug: %w", err)
+	}
+	if c.TransactionVersion != 0 {
+		if err := cluster.CheckTransactionVersion(c.TransactionVersion); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -108,6 +116,9 @@ func (c *ClusterConfig) Spec(name, binary string) runtime.ClusterSpec {
 	}
 	if c.SessionTimeout > 0 {
 		args = append(args, "--session-timeout", c.SessionTimeout.String())
+	}
+	if c.TransactionVersion != 0 {
+		args = append(args, "--transaction-version", strconv.Itoa(int(c.TransactionVersion)))
 	}
 	if c.Nodes+c.Controllers > 1 {
 		// Every node is a voter of the controller quorum (combined mode).

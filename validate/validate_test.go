@@ -11,12 +11,33 @@ import (
 
 	"gregor/checker"
 	"gregor/cluster"
+	"gregor/harness"
 	"gregor/reports"
 )
 
+// awaitingTxnWorkload are the planted bugs whose probes come with the txn
+// workload (issue 15): they break transactions, which neither the queue nor
+// the group workload uses, so no run gregor can make today would expose
+// them. TestEveryPlantedBugHasAProbe lets them go without a probe only while
+// `gregor run --workload txn` is refused; once it is accepted, each needs
+// its probe like any other bug, and this list goes.
+var awaitingTxnWorkload = []string{"lso-past-open-txn", "no-zombie-fencing", "marker-before-prepare", "txn-offsets-early"}
+
+// txnWorkloadExists reports whether a run accepts --workload txn.
+func txnWorkloadExists(t *testing.T) bool {
+	c := harness.DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the default run config does not validate: %v", err)
+	}
+	c.Workload = "txn"
+	err := c.Validate()
+	return err == nil || !strings.HasPrefix(err.Error(), `--workload "txn":`)
+}
+
 // Every planted bug the broker carries (cluster.BugNames) has a probe, and
 // every probe plants a bug the broker carries: a bug without a probe is
-// never measured, a probe without a bug never fails.
+// never measured, a probe without a bug never fails. The one exception is
+// explicit: awaitingTxnWorkload, and only while there is no txn workload.
 func TestEveryPlantedBugHasAProbe(t *testing.T) {
 	probes := map[string]bool{}
 	for _, p := range Probes(20 * time.Second) {
@@ -26,17 +47,28 @@ func TestEveryPlantedBugHasAProbe(t *testing.T) {
 	if len(bugs) == 0 {
 		t.Fatal("cluster.BugNames lists no planted bug")
 	}
+	txnWorkload := txnWorkloadExists(t)
 	for _, b := range bugs {
-		if !probes[b] {
-			t.Errorf("planted bug %q (cluster.BugNames) has no probe: add to Probes in validate/probes.go "+
-				"Probe{Bug: %q, Config: <safe, or the weakest setting the bug needs to lose data>, "+
-				"Nemesis: <the fault or scenario most likely to expose it>, Why: <why that fault exposes it and the anomaly the checker reports>}, "+
-				"then its row to the README's validate table and DESIGN.md section 6", b, b)
+		if probes[b] {
+			continue
 		}
+		if slices.Contains(awaitingTxnWorkload, b) && !txnWorkload {
+			t.Logf("planted bug %q has no probe yet: it awaits the txn workload (issue 15)", b)
+			continue
+		}
+		t.Errorf("planted bug %q (cluster.BugNames) has no probe: add to Probes in validate/probes.go "+
+			"Probe{Bug: %q, Config: <safe, or the weakest setting the bug needs to lose data>, "+
+			"Nemesis: <the fault or scenario most likely to expose it>, Why: <why that fault exposes it and the anomaly the checker reports>}, "+
+			"then its row to the README's validate table and DESIGN.md section 6", b, b)
 	}
 	for b := range probes {
 		if !slices.Contains(bugs, b) {
 			t.Errorf("probe for %q, which cluster.BugNames does not list: the broker cannot plant it (remove the probe or add the switch in cluster/bugs.go)", b)
+		}
+	}
+	for _, b := range awaitingTxnWorkload {
+		if !slices.Contains(bugs, b) || probes[b] {
+			t.Errorf("awaitingTxnWorkload names %q, which the broker does not plant or which has its probe: remove it from the list", b)
 		}
 	}
 }

@@ -14,10 +14,12 @@ package group
 import (
 	"log/slog"
 	"time"
+
+	"gregor/cluster/meta"
 )
 
 // Topic is the internal topic holding group metadata and committed offsets.
-const Topic = "__consumer_offsets"
+const Topic = meta.OffsetsTopic
 
 // Config tunes the coordinator. Zero fields take the defaults in Defaults.
 type Config struct {
@@ -40,6 +42,14 @@ type Config struct {
 	WriteTimeout time.Duration
 	Clock        Clock
 	Logger       *slog.Logger
+	Bugs         Bugs
+}
+
+// Bugs are planted bugs (DESIGN section 6), each off by default.
+type Bugs struct {
+	// TxnOffsetsEarly makes a transaction's offset commit visible to the
+	// group at once, before (and whether or not) the transaction commits.
+	TxnOffsetsEarly bool
 }
 
 // Defaults fills unset fields.

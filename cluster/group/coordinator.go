@@ -213,6 +213,11 @@ type shard struct {
 	// timer that fired is gone, so there is no state to check).
 	loading, unloaded bool
 	groups            map[string]*Group
+	// lateMarkers are transaction ends CompleteTxn saw while loading,
+	// applied once the replay is done (a replay may or may not have seen
+	// their markers: applying one twice is harmless). Invariant (checked by
+	// invariants): empty once loaded.
+	lateMarkers []txnEnd
 }
 
 func newShard(c *Coordinator, partition, epoch int32, l Log) *shard {
@@ -237,14 +242,28 @@ func (s *shard) load() {
 	n := 0
 	err := s.log.Replay(s.ctx, func(off int64, r Record) {
 		n++
+		if r.Txn != nil && r.Txn.Marker {
+			for _, g := range groups {
+				g.completeTxn(r.Txn.ProducerID, r.Txn.Commit)
+			}
+			return
+		}
 		var k recordKey
 		if json.Unmarshal(r.Key, &k) != nil {
-			return // not ours (a client produced to the internal topic)
+			return // not a group record: skipped, as Kafka's loader skips unknown keys
 		}
 		switch k.Kind {
 		case kindOffset:
 			g := get(k.Group)
 			key := TopicPartition{k.Topic, k.Partition}
+			if r.Txn != nil {
+				// A TxnOffsetCommit: pending until its marker.
+				var v offsetValue
+				if r.Value != nil && json.Unmarshal(r.Value, &v) == nil {
+					g.addTxnOffset(r.Txn.ProducerID, key, committed{offsetValue: v, logOffset: off})
+				}
+				return
+			}
 			if r.Value == nil {
 				delete(g.offsets, key)
 				return
@@ -277,8 +296,14 @@ func (s *shard) load() {
 		s.c.cfg.Logger.Error("loading __consumer_offsets partition", "partition", s.partition, "err", err)
 		return
 	}
+	for _, end := range s.lateMarkers {
+		for _, g := range groups {
+			g.completeTxn(end.pid, end.commit)
+		}
+	}
+	s.lateMarkers = nil
 	for id, g := range groups {
-		if len(g.members) == 0 && len(g.offsets) == 0 && !g.known {
+		if len(g.members) == 0 && len(g.offsets) == 0 && len(g.txnOffsets) == 0 && !g.known {
 			continue
 		}
 		g.known = true
@@ -316,18 +341,21 @@ func (s *shard) write(ctx context.Context, recs []Record) (int64, *kerr.Error) {
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
 	base, e := s.log.Append(ctx, s.epoch, recs)
+	return base, appendError(e)
+}
+
+// appendError maps a failed append to the error a coordinator answers
+// (GroupMetadataManager.maybeConvertOffsetCommitError).
+func appendError(e *kerr.Error) *kerr.Error {
 	switch e {
-	case nil:
-		return base, nil
 	case kerr.NotLeaderForPartition, kerr.KafkaStorageError, kerr.FencedLeaderEpoch:
-		return 0, kerr.NotCoordinator
+		return kerr.NotCoordinator
 	case kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut, kerr.UnknownTopicOrPartition:
-		return 0, kerr.CoordinatorNotAvailable
+		return kerr.CoordinatorNotAvailable
 	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
-		return 0, kerr.InvalidCommitOffsetSize
-	default:
-		return 0, e
+		return kerr.InvalidCommitOffsetSize
 	}
+	return e
 }
 
 // writeBackground persists group metadata nobody waits for (an emptied

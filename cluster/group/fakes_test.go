@@ -108,6 +108,17 @@ func (l *memLog) Append(_ context.Context, epoch int32, recs []Record) (int64, *
 	return base, nil
 }
 
+// AppendTxn makes memLog a TxnLog: a transactional batch is its records
+// tagged with the producer (failErr applies as to Append).
+func (l *memLog) AppendTxn(ctx context.Context, epoch int32, w TxnWrite, recs []Record) (int64, *kerr.Error) {
+	tagged := make([]Record, len(recs))
+	for i, r := range recs {
+		r.Txn = &TxnInfo{ProducerID: w.ProducerID}
+		tagged[i] = r
+	}
+	return l.Append(ctx, epoch, tagged)
+}
+
 func (l *memLog) Replay(ctx context.Context, fn func(int64, Record)) error {
 	l.mu.Lock()
 	block := l.block

@@ -143,11 +143,18 @@ type Group struct {
 	// CompletingRebalance.
 	syncing bool
 	offsets map[TopicPartition]committed
+	// txnOffsets are offsets committed by transactions not yet ended, by
+	// producer id (Kafka's pendingTransactionalOffsetCommits): the group
+	// sees them only when the transaction's COMMIT marker lands on its
+	// __consumer_offsets partition, and never after its ABORT. Invariant
+	// (checked by invariants): per producer id (>= 0) at least one offset,
+	// each at its log offset or inFlight while its write is out.
+	txnOffsets map[int64]map[TopicPartition]committed
 }
 
 func newGroup(id string) *Group {
 	return &Group{id: id, state: Empty, members: map[string]*member{}, pending: map[string]Timer{},
-		static: map[string]string{}, offsets: map[TopicPartition]committed{}}
+		static: map[string]string{}, offsets: map[TopicPartition]committed{}, txnOffsets: map[int64]map[TopicPartition]committed{}}
 }
 
 // State is the group's state.

@@ -26,6 +26,9 @@ func (s *shard) invariants() error {
 	if s.unloaded && len(s.groups) > 0 {
 		return fmt.Errorf("unloaded, yet holding %d groups", len(s.groups))
 	}
+	if len(s.lateMarkers) > 0 && !s.loading {
+		return fmt.Errorf("%d transaction ends held back, yet loaded", len(s.lateMarkers))
+	}
 	for id, g := range s.groups {
 		if g.id != id {
 			return fmt.Errorf("group %q stored as %q", g.id, id)
@@ -83,6 +86,16 @@ func (g *Group) invariants() error {
 	for id, m := range g.members {
 		if err := g.memberInvariants(id, m); err != nil {
 			return fmt.Errorf("member %q: %w", id, err)
+		}
+	}
+	for pid, pending := range g.txnOffsets {
+		if pid < 0 || len(pending) == 0 {
+			return fmt.Errorf("%d transactional offsets pending for producer %d", len(pending), pid)
+		}
+		for k, v := range pending {
+			if v.logOffset < inFlight {
+				return fmt.Errorf("producer %d's transactional offset for %v at log offset %d", pid, k, v.logOffset)
+			}
 		}
 	}
 	return nil

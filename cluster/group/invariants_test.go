@@ -70,6 +70,9 @@ func TestGroupInvariantsCatch(t *testing.T) {
 			g.members["b"].joinWait = ch
 		}, "1 sent"},
 		{"sync parked when stable", func(g *Group) { g.members["b"].syncWait = make(chan *kmsg.SyncGroupResponse, 1) }, "parked SyncGroup"},
+		{"nothing pending for a producer", func(g *Group) { g.txnOffsets[7] = map[TopicPartition]committed{} }, "0 transactional offsets pending for producer 7"},
+		{"offsets pending for no producer", func(g *Group) { g.addTxnOffset(-1, TopicPartition{"t", 0}, committed{}) }, "pending for producer -1"},
+		{"pending offset nowhere in the log", func(g *Group) { g.addTxnOffset(7, TopicPartition{"t", 0}, committed{logOffset: -2}) }, "at log offset -2"},
 	}
 	for _, c := range cases {
 		g := stableGroup()
@@ -88,6 +91,10 @@ func TestGroupInvariantsCatch(t *testing.T) {
 	s = &shard{groups: map[string]*Group{"g": stableGroup()}, unloaded: true}
 	if err := s.invariants(); err == nil || !strings.Contains(err.Error(), "unloaded") {
 		t.Errorf("unloaded shard with groups: %v", err)
+	}
+	s = &shard{groups: map[string]*Group{}, lateMarkers: []txnEnd{{7, true}}}
+	if err := s.invariants(); err == nil || !strings.Contains(err.Error(), "held back, yet loaded") {
+		t.Errorf("loaded shard holding transaction ends back: %v", err)
 	}
 }
 

@@ -139,7 +139,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			gt.Topic, gt.Partitions = t.Topic, t.Partitions
 			topics = append(topics, gt)
 		}
-		rg := c.fetchGroup(req.Group, topics, req.Topics == nil)
+		rg := c.fetchGroup(req.Group, topics, req.Topics == nil, req.RequireStable)
 		resp.ErrorCode = rg.ErrorCode
 		for _, t := range rg.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -154,12 +154,16 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		return resp
 	}
 	for _, rg := range req.Groups {
-		resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil))
+		resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil, req.RequireStable))
 	}
 	return resp
 }
 
-func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) kmsg.OffsetFetchResponseGroup {
+// fetchGroup answers one group's OffsetFetch. requireStable (v7+, KIP-447):
+// a partition with an offset committed by a transaction not yet ended is
+// UNSTABLE_OFFSET_COMMIT, so the new owner of a partition waits for the
+// old one's transaction instead of reading the offset before it.
+func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGroupTopic, all, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	rg := kmsg.NewOffsetFetchResponseGroup()
 	rg.Group = id
 	s, e := c.shardFor(id)
@@ -196,7 +200,9 @@ func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGrou
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
-			if g != nil {
+			if g != nil && requireStable && g.hasPendingTxnOffset(TopicPartition{t.Topic, p}) {
+				rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			} else if g != nil {
 				if v, ok := g.offsets[TopicPartition{t.Topic, p}]; ok {
 					md := v.Metadata
 					rp.Offset, rp.LeaderEpoch, rp.Metadata = v.Offset, v.LeaderEpoch, &md

@@ -10,6 +10,18 @@ import (
 type Record struct {
 	Key   []byte
 	Value []byte
+	// Txn is set on a replayed record of a transactional batch (a
+	// TxnOffsetCommit) and on a replayed transaction marker; nil otherwise.
+	Txn *TxnInfo
+}
+
+// TxnInfo is the transaction a replayed record belongs to.
+type TxnInfo struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	// Marker: the record is a COMMIT (Commit) or ABORT marker, with no key
+	// or value: the producer's transaction on this partition ends here.
+	Marker, Commit bool
 }
 
 // recordKey says what a record is about. The format is gregor's own (JSON),

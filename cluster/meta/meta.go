@@ -115,6 +115,17 @@ func (p Partition) Check() error {
 	return nil
 }
 
+// The internal topics, Kafka's Topic.isInternal: the coordinators write
+// them; a client's produce to one is refused (INVALID_TOPIC_EXCEPTION), so
+// every producer batch in them is a coordinator's.
+const (
+	OffsetsTopic          = "__consumer_offsets"
+	TransactionStateTopic = "__transaction_state"
+)
+
+// IsInternal reports whether topic is one of the internal topics.
+func IsInternal(topic string) bool { return topic == OffsetsTopic || topic == TransactionStateTopic }
+
 // Topic is a topic with its partitions (index i at Partitions[i]).
 type Topic struct {
 	Name       string

@@ -51,10 +51,22 @@ func (p *Partition) AppendAsFollower(leader, epoch int32, records []byte, leader
 	if len(records) > 0 {
 		// A fetch response may end with a partial batch (the leader cut it
 		// at the byte limit); keep only whole batches.
+		type seen struct {
+			h storage.BatchHeader
+			m *storage.Marker
+		}
 		var whole int
-		var hs []storage.BatchHeader
-		whole, err := storage.ForEachBatchLenient(records, func(h storage.BatchHeader, _ []byte) error {
-			hs = append(hs, h)
+		var hs []seen
+		whole, err := storage.ForEachBatchLenient(records, func(h storage.BatchHeader, b []byte) error {
+			s := seen{h: h}
+			if h.IsControl() {
+				m, err := storage.ParseMarker(h, b)
+				if err != nil {
+					return err
+				}
+				s.m = &m
+			}
+			hs = append(hs, s)
 			return nil
 		})
 		if err != nil {
@@ -64,8 +76,11 @@ func (p *Partition) AppendAsFollower(leader, epoch int32, records []byte, leader
 			if err := p.log.Append(records[:whole]); err != nil {
 				return err
 			}
-			for _, h := range hs {
-				p.producers.Record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, h.BaseOffset, h.LastOffset())
+			// A follower takes the leader's batches unchecked (Kafka's
+			// REPLICATION origin) but keeps the same producer and
+			// transaction state, ready to lead.
+			for _, s := range hs {
+				p.recordBatch(s.h, s.m)
 			}
 		}
 	}

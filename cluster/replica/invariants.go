@@ -63,6 +63,34 @@ func (p *Partition) invariants() error {
 	if err := p.producers.Invariants(); err != nil {
 		return fmt.Errorf("producer state: %w", err)
 	}
+	return p.lsoInvariants(p.lso())
+}
+
+// lsoInvariants: the LSO is at most the HW; no transaction a read_committed
+// reader may not pass yet (open, or its marker not below the HW) starts
+// below it; and it is the HW or the first offset of one of those, so it is
+// never lower than it must be either (Kafka's UnifiedLog.lastStableOffset).
+// The LSO is derived, not stored: the check takes it as computed, so that a
+// test can hand it a wrong one. Caller holds mu.
+func (p *Partition) lsoInvariants(lso int64) error {
+	if lso > p.hw {
+		return fmt.Errorf("LSO %d past the HW %d", lso, p.hw)
+	}
+	if p.cfg.Bugs.LSOPastOpenTxn {
+		// The planted bug breaks the rest on purpose: the harness, not
+		// this check, must catch it.
+		return nil
+	}
+	tight := lso == p.hw
+	for _, t := range p.producers.Unstable(p.hw) {
+		if t.FirstOffset < lso {
+			return fmt.Errorf("LSO %d past producer %d's transaction from %d (marker %d, -1 while open; HW %d)", lso, t.ProducerID, t.FirstOffset, t.LastOffset, p.hw)
+		}
+		tight = tight || t.FirstOffset == lso
+	}
+	if !tight {
+		return fmt.Errorf("LSO %d is neither the HW %d nor where an unstable transaction starts", lso, p.hw)
+	}
 	return nil
 }
 

@@ -30,7 +30,7 @@ func leaderOf2(t *testing.T) *Partition {
 	}
 	t.Cleanup(func() { p.Close() })
 	p.Update(meta.Partition{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1}, 1)
-	if _, e := p.AppendAsLeader(storage.NewBatch(0, 0, []byte("a"), []byte("b"), []byte("c")), 1); e != nil {
+	if _, e := p.AppendAsLeader(storage.NewBatch(0, 0, []byte("a"), []byte("b"), []byte("c")), AppendOptions{Acks: 1}); e != nil {
 		t.Fatal(e)
 	}
 	if r := p.ReadForFollower(2, 2, 1<<20, 0); r.Err != nil {

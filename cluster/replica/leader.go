@@ -18,9 +18,9 @@ type OffsetAnswer struct {
 	Err         *kerr.Error
 }
 
-// ListOffset answers ListOffsets: -2 earliest, -1 latest (the HW), else by
-// timestamp.
-func (p *Partition) ListOffset(ts int64, currentLeaderEpoch int32) OffsetAnswer {
+// ListOffset answers ListOffsets: -2 earliest, -1 latest (the HW, or the LSO
+// for read_committed), else by timestamp below that bound.
+func (p *Partition) ListOffset(ts int64, currentLeaderEpoch int32, iso Isolation) OffsetAnswer {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state.Leader != p.cfg.NodeID {
@@ -30,14 +30,18 @@ func (p *Partition) ListOffset(ts int64, currentLeaderEpoch int32) OffsetAnswer 
 		return OffsetAnswer{Err: e}
 	}
 	a := OffsetAnswer{Timestamp: -1, LeaderEpoch: p.state.LeaderEpoch}
+	end := p.hw
+	if iso == ReadCommitted {
+		end = p.lso()
+	}
 	switch ts {
 	case -2:
 		a.Offset = p.log.StartOffset()
 	case -1:
-		a.Offset = p.hw
+		a.Offset = end
 	default:
 		off, t, ok := p.log.OffsetForTimestamp(ts)
-		if !ok || off >= p.hw {
+		if !ok || off >= end {
 			a.Offset = -1
 			return a
 		}
@@ -101,7 +105,7 @@ func (p *Partition) ReadForFollower(replicaID int32, offset int64, maxBytes int,
 	p.maybeAdvanceHW()
 	expand := p.maybeExpandISR(replicaID, f)
 	p.checkInvariants()
-	res.HW = p.hw
+	res.HW, res.LSO = p.hw, p.lso()
 	p.mu.Unlock()
 	expand()
 	recs, err := p.log.Read(offset, maxBytes, leo)

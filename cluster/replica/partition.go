@@ -36,6 +36,13 @@ type Bugs struct {
 	TruncateToHW bool
 	// SkipMinISR accepts acks=all writes whatever the ISR size.
 	SkipMinISR bool
+	// LSOPastOpenTxn answers read_committed up to the HW, past the first
+	// offset of open transactions: their records are read before the commit
+	// (or abort) is known.
+	LSOPastOpenTxn bool
+	// NoZombieFencing accepts a batch of a producer epoch older than the
+	// partition has seen: a fenced producer keeps writing.
+	NoZombieFencing bool
 }
 
 // Config is what every partition on a broker shares.
@@ -118,12 +125,40 @@ func Open(cfg *Config, topic string, index int32, log *storage.Log) (*Partition,
 	return p, nil
 }
 
+// rebuildProducers derives the producer table from the log, as Kafka's
+// ProducerStateManager does when it has no snapshot: every data batch and
+// every marker, in offset order. Caller holds mu (or is opening).
 func (p *Partition) rebuildProducers() error {
 	p.producers = producer.New()
-	return p.log.ScanBatches(p.log.StartOffset(), func(h storage.BatchHeader) bool {
-		p.producers.Record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, h.BaseOffset, h.LastOffset())
+	return p.log.ScanProducerBatches(p.log.StartOffset(), func(h storage.BatchHeader, m *storage.Marker) bool {
+		p.recordBatch(h, m)
 		return true
 	})
+}
+
+// recordBatch notes an appended batch in the producer table: a marker
+// completes its producer's transaction here, a data batch with a producer
+// id extends its producer's state. Caller holds mu.
+func (p *Partition) recordBatch(h storage.BatchHeader, m *storage.Marker) {
+	switch {
+	case m != nil:
+		if t := p.producers.RecordMarker(h.ProducerID, h.ProducerEpoch, *m, h.BaseOffset); t != nil {
+			p.logger().Debug("transaction completed", "producer", t.ProducerID, "first", t.FirstOffset, "marker", t.LastOffset, "aborted", t.Aborted)
+		}
+	case h.ProducerID != producer.NoProducerID:
+		p.producers.RecordData(producer.DataOf(h), p.writer(), h.BaseOffset, h.LastOffset())
+	}
+}
+
+// writer is who wrote this partition's producer batches, which a follower
+// and a rebuild cannot tell from the batch: the coordinators alone write
+// the internal topics (AppendAsLeader refuses clients there), clients alone
+// the others.
+func (p *Partition) writer() producer.Origin {
+	if meta.IsInternal(p.Topic) {
+		return producer.Coordinator
+	}
+	return producer.Client
 }
 
 func (p *Partition) now() time.Time {
@@ -310,21 +345,34 @@ type AppendResult struct {
 	LogStart int64
 }
 
+// AppendOptions qualify a leader append.
+type AppendOptions struct {
+	// Acks is -1 (all), 0 or 1; for acks=all the min ISR check happens
+	// before anything is written.
+	Acks int16
+	// Origin says who writes and so how far producer state is checked
+	// (client batches fully, a coordinator's by epoch only). Clients write
+	// every topic but the internal ones, coordinators only those.
+	Origin producer.Origin
+	// Guard is the verification guard of a transactional batch whose
+	// transaction the coordinator confirmed includes this partition
+	// (BeginVerification); 0 for none.
+	Guard uint64
+}
+
 // AppendAsLeader validates the batches a producer sent, assigns offsets and
-// the leader epoch, and appends them. acks is -1 (all), 0 or 1; for acks=all
-// the min ISR check happens here, before anything is written. records is
-// modified in place (offsets, epoch); the caller must not reuse it.
-func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *kerr.Error) {
+// the leader epoch, and appends them. records is modified in place (offsets,
+// epoch); the caller must not reuse it.
+func (p *Partition) AppendAsLeader(records []byte, opts AppendOptions) (AppendResult, *kerr.Error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return AppendResult{}, kerr.NotLeaderForPartition
+	if e := p.leaderAppendable(opts.Acks); e != nil {
+		return AppendResult{}, e
 	}
-	if p.state.Leader != p.cfg.NodeID {
-		return AppendResult{}, kerr.NotLeaderForPartition
-	}
-	if acks == -1 && !p.cfg.Bugs.SkipMinISR && len(p.state.ISR) < p.minISR {
-		return AppendResult{}, kerr.NotEnoughReplicas
+	if opts.Origin != p.writer() {
+		// Kafka's ReplicaManager.appendToLocalLog: "Cannot append to
+		// internal topic"; and a coordinator writes only its own topic.
+		return AppendResult{}, kerr.InvalidTopicException
 	}
 	type item struct {
 		h     storage.BatchHeader
@@ -341,12 +389,19 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 	if len(items) == 0 {
 		return AppendResult{}, kerr.InvalidRecord
 	}
+	for _, it := range items {
+		// Only the coordinator writes markers (AppendMarker); a
+		// transactional batch needs a producer (Kafka's LogValidator).
+		if it.h.IsControl() || it.h.IsTransactional() && it.h.ProducerID == producer.NoProducerID {
+			return AppendResult{}, kerr.InvalidRecord
+		}
+	}
 	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset()}
 	// Idempotence: Kafka producers send one batch per partition per request,
 	// so a request is either wholly a duplicate or wholly new.
 	if len(items) == 1 {
 		h := items[0].h
-		v := p.producers.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords)
+		v := p.producers.CheckData(producer.DataOf(h), opts.Origin, opts.Guard, producer.Lenience{AcceptStaleEpoch: p.cfg.Bugs.NoZombieFencing})
 		if v.Err != nil {
 			return AppendResult{}, v.Err
 		}
@@ -365,9 +420,10 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 	res.BaseOffset = next
 	// Offsets and epoch are assigned in place: records is the request's own
 	// frame buffer, and neither field is covered by the batch CRC.
-	for _, it := range items {
+	for i, it := range items {
 		storage.SetBaseOffset(it.batch, next)
 		storage.SetPartitionLeaderEpoch(it.batch, p.state.LeaderEpoch)
+		items[i].h.BaseOffset = next
 		next += int64(it.h.LastOffsetDelta) + 1
 	}
 	total := 0
@@ -380,14 +436,89 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (AppendResult, *k
 		return AppendResult{}, kerr.KafkaStorageError
 	}
 	for _, it := range items {
-		h := it.h
-		p.producers.Record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, res.BaseOffset, next-1)
+		p.recordBatch(it.h, nil)
 	}
 	res.EndOffset = next
 	p.maybeAdvanceHW()
 	p.checkInvariants()
 	p.wake()
 	return res, nil
+}
+
+// leaderAppendable is the check every leader append starts with. Caller
+// holds mu.
+func (p *Partition) leaderAppendable(acks int16) *kerr.Error {
+	switch {
+	case p.closed || p.state.Leader != p.cfg.NodeID:
+		return kerr.NotLeaderForPartition
+	case acks == -1 && !p.cfg.Bugs.SkipMinISR && len(p.state.ISR) < p.minISR:
+		return kerr.NotEnoughReplicas
+	}
+	return nil
+}
+
+// BeginVerification starts the leader's check of a transactional batch
+// (KIP-890 part 1, UnifiedLog.maybeStartTransactionVerification): when the
+// producer has no transaction open here at this epoch, the coordinator must
+// confirm (or, with transaction version 2, add) this partition before the
+// batch may start one. It returns the guard the append must then carry, or
+// 0 when no verification is needed.
+func (p *Partition) BeginVerification(pid int64, epoch int16, seq int32, epochBumped bool) (uint64, *kerr.Error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.state.Leader != p.cfg.NodeID {
+		return 0, kerr.NotLeaderForPartition
+	}
+	if cur, ok := p.producers.Epoch(pid); ok && epoch < cur && p.cfg.Bugs.NoZombieFencing {
+		return 0, nil // the planted bug: a zombie needs no coordinator's word
+	}
+	return p.producers.BeginVerification(pid, epoch, seq, epochBumped), nil
+}
+
+// AppendMarker writes a transaction marker for the producer (WriteTxnMarkers,
+// acks=all): its transaction on this partition, if it wrote any data, ends
+// with the marker's result. txnVersion is the transaction's version
+// (KIP-1228: version 2 markers must carry a newer producer epoch).
+func (p *Partition) AppendMarker(pid int64, epoch int16, m storage.Marker, txnVersion int16, now time.Time) (AppendResult, *kerr.Error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.leaderAppendable(-1); e != nil {
+		return AppendResult{}, e
+	}
+	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset()}
+	v := p.producers.CheckMarker(pid, epoch, m, txnVersion)
+	if v.Err != nil {
+		return AppendResult{}, v.Err
+	}
+	if v.AlreadyWritten {
+		// Answer once everything up to here, the earlier marker included,
+		// is committed.
+		res.BaseOffset, res.EndOffset = p.log.LEO(), p.log.LEO()
+		return res, nil
+	}
+	b := storage.EncodeMarker(pid, epoch, m, now)
+	off := p.log.LEO()
+	storage.SetBaseOffset(b, off)
+	storage.SetPartitionLeaderEpoch(b, p.state.LeaderEpoch)
+	if err := p.log.Append(b); err != nil {
+		p.logger().Error("marker append failed", "err", err)
+		return AppendResult{}, kerr.KafkaStorageError
+	}
+	t := p.producers.RecordMarker(pid, epoch, m, off)
+	p.logger().Debug("transaction marker written", "producer", pid, "epoch", epoch, "marker", m.String(), "offset", off,
+		"coordinator_epoch", m.CoordinatorEpoch, "first_offset", txnFirst(t))
+	res.BaseOffset, res.EndOffset = off, off+1
+	p.maybeAdvanceHW()
+	p.checkInvariants()
+	p.wake()
+	return res, nil
+}
+
+func txnFirst(t *producer.Txn) int64 {
+	if t == nil {
+		return -1
+	}
+	return t.FirstOffset
 }
 
 // WaitCommitted blocks until the HW reaches end (acks=all) in the leader epoch
@@ -426,17 +557,45 @@ func (p *Partition) WaitCommitted(ctx context.Context, end int64, epoch int32) *
 type ReadResult struct {
 	Records  []byte
 	HW       int64
+	LSO      int64
 	LEO      int64
 	LogStart int64
-	Err      *kerr.Error
+	// Aborted are the aborted transactions overlapping Records, for a
+	// read_committed fetch (the client drops their records).
+	Aborted []producer.Txn
+	Err     *kerr.Error
 }
 
-// ReadForConsumer returns whole batches from offset, below the HW.
-func (p *Partition) ReadForConsumer(offset int64, maxBytes int, currentLeaderEpoch int32) ReadResult {
+// Isolation is a consumer's isolation.level.
+type Isolation int8
+
+// Kafka's isolation levels, as the wire encodes them.
+const (
+	ReadUncommitted Isolation = 0
+	ReadCommitted   Isolation = 1
+)
+
+// lso is the last stable offset: the HW, or the first offset of the
+// earliest transaction not yet decided or whose marker is not yet
+// replicated, if earlier (UnifiedLog.lastStableOffset). Caller holds mu.
+func (p *Partition) lso() int64 {
+	if p.cfg.Bugs.LSOPastOpenTxn {
+		return p.hw
+	}
+	if first, ok := p.producers.FirstUnstable(p.hw); ok && first < p.hw {
+		return first
+	}
+	return p.hw
+}
+
+// ReadForConsumer returns whole batches from offset: below the HW for
+// read_uncommitted, below the LSO for read_committed, with the aborted
+// transactions among them.
+func (p *Partition) ReadForConsumer(offset int64, maxBytes int, currentLeaderEpoch int32, iso Isolation) ReadResult {
 	p.mu.Lock()
-	st, hw, leo, start := p.state, p.hw, p.log.LEO(), p.log.StartOffset()
+	st, hw, lso, leo, start := p.state, p.hw, p.lso(), p.log.LEO(), p.log.StartOffset()
 	p.mu.Unlock()
-	res := ReadResult{HW: hw, LEO: leo, LogStart: start}
+	res := ReadResult{HW: hw, LSO: lso, LEO: leo, LogStart: start}
 	if st.Leader != p.cfg.NodeID {
 		res.Err = kerr.NotLeaderForPartition
 		return res
@@ -451,12 +610,25 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int, currentLeaderEpo
 		res.Err = kerr.OffsetOutOfRange
 		return res
 	}
-	recs, err := p.log.Read(offset, maxBytes, hw)
+	upTo := hw
+	if iso == ReadCommitted {
+		upTo = lso
+	}
+	recs, err := p.log.Read(offset, maxBytes, upTo)
 	if err != nil {
 		res.Err = storageErr(err)
 		return res
 	}
 	res.Records = recs
+	if iso == ReadCommitted && len(recs) > 0 {
+		// Every transaction starting below the LSO has its marker below the
+		// HW, so the index already holds each one these records overlap.
+		end := storage.EndOffset(recs)
+		p.mu.Lock()
+		p.producers.TrimAbortedBefore(start)
+		res.Aborted = p.producers.Aborted(offset, end)
+		p.mu.Unlock()
+	}
 	return res
 }
 

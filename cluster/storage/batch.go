@@ -175,3 +175,19 @@ func SetBaseOffset(batch []byte, off int64) {
 func SetPartitionLeaderEpoch(batch []byte, epoch int32) {
 	binary.BigEndian.PutUint32(batch[offLeaderEpoch:], uint32(epoch))
 }
+
+// EndOffset is the offset after the last whole batch of records (a Read's result), found by
+// walking headers only; -1 when records holds no whole batch.
+func EndOffset(records []byte) int64 {
+	end := int64(-1)
+	// Bound: every step advances by at least one header.
+	for len(records) >= BatchHeaderSize {
+		h, err := ParseBatchHeader(records)
+		if err != nil || h.Size() > len(records) {
+			break
+		}
+		end = h.NextOffset()
+		records = records[h.Size():]
+	}
+	return end
+}

@@ -16,6 +16,7 @@ type Batch struct {
 	ProducerID    int64 // -1 when not idempotent
 	ProducerEpoch int16 // -1 when not idempotent
 	BaseSequence  int32 // -1 when not idempotent
+	Attributes    int16 // AttrTransactional, AttrControl; never a codec: records are uncompressed
 	Keys          [][]byte
 	Values        [][]byte // one record per value; Keys, if set, pairs with Values by index
 }
@@ -49,7 +50,7 @@ func (t Batch) Encode() []byte {
 	be.PutUint64(b[offBaseOffset:], uint64(t.BaseOffset))
 	be.PutUint32(b[offLeaderEpoch:], uint32(t.LeaderEpoch))
 	b[offMagic] = 2
-	be.PutUint16(b[offAttributes:], 0)
+	be.PutUint16(b[offAttributes:], uint16(t.Attributes&^0x07))
 	be.PutUint32(b[offLastOffsetDelta:], uint32(len(t.Values)-1))
 	be.PutUint64(b[offFirstTimestamp:], uint64(t.Timestamp))
 	be.PutUint64(b[offMaxTimestamp:], uint64(t.Timestamp))

@@ -124,8 +124,19 @@ func collect(seg *segment, pos int64, out []byte, maxBytes, firstSize int, upTo 
 // ScanBatches calls fn with the header of every batch from the one containing from, in offset
 // order, until fn returns false or the log ends (from below StartOffset starts at StartOffset;
 // from at or past LEO calls fn never). It holds the read lock throughout, so fn must not
-// call the Log. Used to rebuild producer (idempotence) state at start.
+// call the Log.
 func (l *Log) ScanBatches(from int64, fn func(h BatchHeader) bool) error {
+	return l.scan(from, false, func(h BatchHeader, _ *Marker) bool { return fn(h) })
+}
+
+// ScanProducerBatches is ScanBatches that also decodes the marker of every control batch
+// (reading only those batches' bodies): what rebuilding producer and transaction state at
+// start needs (Kafka's ProducerStateManager reload).
+func (l *Log) ScanProducerBatches(from int64, fn func(h BatchHeader, marker *Marker) bool) error {
+	return l.scan(from, true, fn)
+}
+
+func (l *Log) scan(from int64, markers bool, fn func(h BatchHeader, marker *Marker) bool) error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if err := l.usable(); err != nil {
@@ -145,14 +156,26 @@ func (l *Log) ScanBatches(from int64, fn func(h BatchHeader) bool) error {
 		sc := newScanner(l.segs[i], pos, buf, false)
 		// Bound: the scanner stops at the segment end.
 		for {
-			h, _, _, err := sc.next(false)
+			h, _, at, err := sc.next(false)
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
 				return l.errf("scan segment %d: %w", l.segs[i].base, err)
 			}
-			if !fn(h) {
+			var m *Marker
+			if markers && h.IsControl() {
+				body, err := sc.window(at, h.Size())
+				if err != nil {
+					return l.errf("scan segment %d: control batch at %d: %w", l.segs[i].base, h.BaseOffset, err)
+				}
+				mk, err := ParseMarker(h, body)
+				if err != nil {
+					return l.errf("scan segment %d: %w", l.segs[i].base, err)
+				}
+				m = &mk
+			}
+			if !fn(h, m) {
 				return nil
 			}
 		}

@@ -1,6 +1,7 @@
 package wire
 
-// Produce: v3-11 (record batch v2 only).
+// Produce: v3-12 (record batch v2 only; v12 only when the cluster's
+// transaction.version is 2).
 //
 // Behaviour:
 //   - acks=0: appended, no response at all; acks=1: answered after the
@@ -18,7 +19,15 @@ package wire
 //     broker never decompresses);
 //   - idempotent batches: sequence checks per producer and partition; a
 //     retried batch is answered with its original offsets and not written again;
-//   - transactional batches are refused (transactions come later).
+//   - transactional batches (KIP-98): the producer's epoch fences zombies
+//     (INVALID_PRODUCER_EPOCH); a batch that would start the producer's
+//     transaction on a partition is first checked with the transaction
+//     coordinator (KIP-890 part 1, AddPartitionsToTxn verifyOnly) or, with
+//     v12, added to the transaction by it (KIP-890 part 2); coordinator
+//     errors are answered as Kafka's ReplicaManager translates them
+//     (NOT_ENOUGH_REPLICAS for retriable ones, INVALID_PRODUCER_EPOCH for a
+//     fenced producer, INVALID_TXN_STATE / TRANSACTION_ABORTABLE for a
+//     partition not in the transaction).
 
 import (
 	"context"
@@ -31,39 +40,33 @@ import (
 
 	"gregor/cluster/meta"
 	"gregor/cluster/replica"
+	"gregor/cluster/storage"
+	"gregor/cluster/txn"
+	"gregor/internal/sleep"
 )
 
-func init() { register(0, 3, 11, handleProduce) }
+func init() { register(0, 3, 12, handleProduce) }
 
 // maxProduceWait bounds an acks=all wait whatever the client asks for.
 const maxProduceWait = 5 * time.Minute
 
+// maxVerifyWait bounds a leader's question to the transaction coordinator
+// (Kafka: request.timeout.ms of the AddPartitionsToTxn it sends).
+const maxVerifyWait = 10 * time.Second
+
+// Kafka's add.partitions.to.txn.retry.backoff.ms and
+// add.partitions.to.txn.retry.backoff.max.ms defaults (AddPartitionsToTxnConfig).
+const (
+	addRetryBackoff = 20 * time.Millisecond
+	addRetryMax     = 100 * time.Millisecond
+)
+
 func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	if req.TransactionID != nil {
-		for _, t := range req.Topics {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				msg := "transactions are not supported by this broker"
-				rp.ErrorMessage = &msg
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return now(resp)
-	}
-	type waitFor struct {
-		ti, pi int
-		p      *replica.Partition
-		end    int64
-		epoch  int32
-	}
-	var waits []waitFor
+	var slots []produceSlot
+	var pid int64 = -1
+	var epoch int16 = -1
 	im := s.b.Image()
 	for ti, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
@@ -91,19 +94,45 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			res, e := p.AppendAsLeader(tp.Records, req.Acks)
-			if e != nil {
-				rp.ErrorCode = e.Code
-			} else {
-				rp.BaseOffset = res.BaseOffset
-				rp.LogStartOffset = res.LogStart
-				if req.Acks == -1 {
-					waits = append(waits, waitFor{ti, pi, p, res.EndOffset, res.Epoch})
+			sl := produceSlot{ti: ti, pi: pi, p: p, tp: txn.TopicPartition{Topic: t.Topic, Partition: tp.Partition}}
+			if h, err := storage.ParseBatchHeader(tp.Records); err == nil && h.IsTransactional() {
+				if e := sameProducer(req, h, &pid, &epoch); e != nil {
+					rp.ErrorCode = e.Code
+					rt.Partitions = append(rt.Partitions, rp)
+					continue
 				}
+				sl.txn, sl.seq = true, h.BaseSequence
 			}
+			slots = append(slots, sl)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	verdicts := s.verifyTxn(ctx, req, pid, epoch, slots)
+	type waitFor struct {
+		ti, pi int
+		p      *replica.Partition
+		end    int64
+		epoch  int32
+	}
+	var waits []waitFor
+	for _, sl := range slots {
+		rp := &resp.Topics[sl.ti].Partitions[sl.pi]
+		if e := verdicts.errs[sl.tp]; e != nil {
+			rp.ErrorCode = e.Code
+			continue
+		}
+		records := req.Topics[sl.ti].Partitions[sl.pi].Records
+		res, e := sl.p.AppendAsLeader(records, replica.AppendOptions{Acks: req.Acks, Guard: verdicts.guards[sl.tp]})
+		if e != nil {
+			rp.ErrorCode = e.Code
+			continue
+		}
+		rp.BaseOffset = res.BaseOffset
+		rp.LogStartOffset = res.LogStart
+		if req.Acks == -1 {
+			waits = append(waits, waitFor{sl.ti, sl.pi, sl.p, res.EndOffset, res.Epoch})
+		}
 	}
 	if req.Acks == 0 {
 		return reply{none: true}
@@ -146,4 +175,123 @@ func (s *Server) oversized(im *meta.Image, topic string, records []byte) (size i
 		records = records[size:]
 	}
 	return 0, max, false
+}
+
+// produceSlot is one partition of a produce request this broker leads.
+type produceSlot struct {
+	ti, pi int
+	p      *replica.Partition
+	tp     txn.TopicPartition
+	// txn: the batch is transactional, its first sequence seq.
+	txn bool
+	seq int32
+}
+
+// sameProducer checks that every transactional batch of the request is of
+// one producer (ReplicaManager.handleProduceAppend) with a transactional id.
+func sameProducer(req *kmsg.ProduceRequest, h storage.BatchHeader, pid *int64, epoch *int16) *kerr.Error {
+	if req.TransactionID == nil || *req.TransactionID == "" {
+		return kerr.InvalidRecord
+	}
+	if *pid == -1 {
+		*pid, *epoch = h.ProducerID, h.ProducerEpoch
+	} else if h.ProducerID != *pid || h.ProducerEpoch != *epoch {
+		return kerr.InvalidProducerIDMapping
+	}
+	return nil
+}
+
+// verdicts are the outcome of verifying a request's transactional batches:
+// per partition an error, or the guard its append must carry (none when
+// its transaction is already open there).
+type verdicts struct {
+	errs   map[txn.TopicPartition]*kerr.Error
+	guards map[txn.TopicPartition]uint64
+}
+
+// verifyTxn starts the leader's verification of each transactional batch
+// that would start its producer's transaction on its partition (KIP-890
+// part 1; with v12, part 2's implicit add) and asks the coordinator about
+// those, bounded by maxVerifyWait and the request's timeout.
+func (s *Server) verifyTxn(ctx context.Context, req *kmsg.ProduceRequest, pid int64, epoch int16, slots []produceSlot) verdicts {
+	v := verdicts{errs: map[txn.TopicPartition]*kerr.Error{}, guards: map[txn.TopicPartition]uint64{}}
+	add := req.Version >= 12
+	begin := func() []txn.TopicPartition {
+		var ask []txn.TopicPartition
+		for _, sl := range slots {
+			if !sl.txn {
+				continue
+			}
+			guard, e := sl.p.BeginVerification(pid, epoch, sl.seq, add)
+			switch {
+			case e != nil:
+				v.errs[sl.tp] = e
+			case guard != 0:
+				v.guards[sl.tp] = guard
+				ask = append(ask, sl.tp)
+			}
+		}
+		return ask
+	}
+	ask := begin()
+	if len(ask) == 0 {
+		return v
+	}
+	tb, ok := s.b.(TxnBackend)
+	if !ok || tb.TxnCoordinator() == nil {
+		for _, tp := range ask {
+			v.errs[tp] = kerr.NotEnoughReplicas
+		}
+		return v
+	}
+	vctx, cancel := context.WithTimeout(ctx, min(maxVerifyWait, time.Duration(req.TimeoutMillis)*time.Millisecond))
+	defer cancel()
+	res, e := tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, ask, add)
+	// Kafka 4 (KAFKA-18654): a version 2 produce racing the markers of the
+	// producer's previous transaction retries on the broker, every
+	// add.partitions.to.txn.retry.backoff.ms (20) for at most
+	// add.partitions.to.txn.retry.backoff.max.ms (100), instead of sending
+	// CONCURRENT_TRANSACTIONS (as NOT_ENOUGH_REPLICAS) back to the client.
+	// Each retry starts the verification anew: a marker landing meanwhile
+	// retires the guards of the last attempt.
+	for start := time.Now(); add && e == kerr.ConcurrentTransactions && time.Since(start) < addRetryMax; {
+		if !sleep.For(vctx, addRetryBackoff) {
+			break // the request's time is up: answer what the last try said
+		}
+		clear(v.guards)
+		if ask = begin(); len(ask) == 0 {
+			return v
+		}
+		res, e = tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, ask, add)
+	}
+	for _, tp := range ask {
+		pe := e
+		if pe == nil {
+			pe = res[tp]
+		}
+		v.errs[tp] = produceVerifyError(pe, req.Version)
+	}
+	return v
+}
+
+// produceVerifyError translates the coordinator's answer for a partition as
+// Kafka's ReplicaManager and AddPartitionsToTxnManager do: retriable
+// coordinator trouble becomes NOT_ENOUGH_REPLICAS (retried without a
+// metadata refresh), a fenced producer INVALID_PRODUCER_EPOCH, and a
+// partition not in the transaction TRANSACTION_ABORTABLE (INVALID_TXN_STATE
+// before v11, which predates it).
+func produceVerifyError(e *kerr.Error, version int16) *kerr.Error {
+	switch e {
+	case nil:
+		return nil
+	case kerr.ConcurrentTransactions, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable, kerr.NotCoordinator, kerr.NetworkException, kerr.RequestTimedOut:
+		return kerr.NotEnoughReplicas
+	case kerr.ProducerFenced:
+		return kerr.InvalidProducerEpoch
+	case kerr.TransactionAbortable:
+		if version <= 10 {
+			return kerr.InvalidTxnState
+		}
+	}
+	return e
 }

@@ -12,8 +12,11 @@ package wire
 //     batch of the first partition with data is returned whole (KIP-74);
 //   - fetch sessions (KIP-227) are not created: SessionID 0 tells the client
 //     to send full fetches;
-//   - IsolationLevel read_committed is served as read_uncommitted: without
-//     transactions the last stable offset is the high watermark;
+//   - IsolationLevel read_committed answers up to the last stable offset
+//     (the first offset of the earliest transaction not decided or whose
+//     marker is not replicated, else the HW) with the aborted transactions
+//     among the records, which the client drops (KIP-98); read_uncommitted
+//     answers up to the HW; both return control batches, which clients skip;
 //   - CurrentLeaderEpoch is checked: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH;
 //   - a partition with nothing to return carries empty records, never null
 //     (Kafka's MemoryRecords.EMPTY; librdkafka rejects a null set).
@@ -104,9 +107,14 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, to
 			if follower {
 				r = p.ReadForFollower(req.ReplicaID, fp.FetchOffset, max, fp.CurrentLeaderEpoch)
 			} else {
-				r = p.ReadForConsumer(fp.FetchOffset, max, fp.CurrentLeaderEpoch)
+				r = p.ReadForConsumer(fp.FetchOffset, max, fp.CurrentLeaderEpoch, replica.Isolation(req.IsolationLevel))
 			}
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.HW, r.HW, r.LogStart
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.HW, r.LSO, r.LogStart
+			for _, t := range r.Aborted {
+				at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+				at.ProducerID, at.FirstOffset = t.ProducerID, t.FirstOffset
+				rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+			}
 			if r.Err != nil {
 				rp.ErrorCode = r.Err.Code
 				failed = true

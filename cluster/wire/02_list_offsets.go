@@ -12,6 +12,8 @@ package wire
 import (
 	"context"
 
+	"gregor/cluster/replica"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -35,7 +37,7 @@ func handleListOffsets(s *Server, _ context.Context, hdr header, kreq kmsg.Reque
 			case p == nil:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				o := p.ListOffset(lp.Timestamp, lp.CurrentLeaderEpoch)
+				o := p.ListOffset(lp.Timestamp, lp.CurrentLeaderEpoch, replica.Isolation(req.IsolationLevel))
 				if o.Err != nil {
 					rp.ErrorCode = o.Err.Code
 				} else {

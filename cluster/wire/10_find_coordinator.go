@@ -6,8 +6,9 @@ package wire
 //   - group keys (type 0): the leader of the group's __consumer_offsets
 //     partition (Kafka's abs(hashCode) % partitions); the topic is created
 //     on first use; COORDINATOR_NOT_AVAILABLE while it has no leader;
-//   - transaction keys (type 1) and others: INVALID_REQUEST (no
-//     transaction coordinator yet).
+//   - transaction keys (type 1): the leader of the transactional id's
+//     __transaction_state partition (the same hash), the topic created on
+//     first use; other types: INVALID_REQUEST.
 
 import (
 	"context"
@@ -29,19 +30,23 @@ func handleFindCoordinator(s *Server, ctx context.Context, hdr header, kreq kmsg
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key, rc.NodeID, rc.Port = key, -1, -1
 		var e *kerr.Error
-		gb, ok := s.b.(GroupBackend)
+		var c Coordinator
+		gb, isGroup := s.b.(GroupBackend)
+		tb, isTxn := s.b.(TxnBackend)
 		switch {
-		case req.CoordinatorType != 0:
-			e = kerr.InvalidRequest
-			msg := "only group coordinators (type 0) are supported"
-			rc.ErrorMessage = &msg
-		case !ok:
+		case req.CoordinatorType == 1 && isTxn:
+			c, e = tb.FindTxnCoordinator(ctx, key)
+		case req.CoordinatorType == 0 && isGroup:
+			c, e = gb.FindCoordinator(ctx, key)
+		case req.CoordinatorType == 0 || req.CoordinatorType == 1:
 			e = kerr.CoordinatorNotAvailable
 		default:
-			var c Coordinator
-			if c, e = gb.FindCoordinator(ctx, key); e == nil {
-				rc.NodeID, rc.Host, rc.Port = c.NodeID, c.Host, c.Port
-			}
+			e = kerr.InvalidRequest
+			msg := "coordinator type must be 0 (group) or 1 (transaction)"
+			rc.ErrorMessage = &msg
+		}
+		if e == nil {
+			rc.NodeID, rc.Host, rc.Port = c.NodeID, c.Host, c.Port
 		}
 		if e != nil {
 			rc.ErrorCode = e.Code

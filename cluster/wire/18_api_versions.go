@@ -4,7 +4,10 @@ package wire
 //
 // Behaviour:
 //   - answers with exactly the keys and versions registered in this package,
-//     which are the ones really implemented;
+//     which are the ones really implemented, capped by the cluster's
+//     transaction version (maxVersion);
+//   - v3+: the finalized feature transaction.version (1 or 2), by which
+//     clients choose between Kafka 3.x transactions and KIP-890's;
 //   - a version we do not know is answered at v0 with UNSUPPORTED_VERSION and
 //     the table (see decode) on a connection kept open, so the client can
 //     retry lower (KIP-511; Kafka's ApiVersionsRequest.getErrorResponse lists
@@ -22,18 +25,35 @@ import (
 
 func init() { register(18, 0, 3, handleApiVersions) }
 
-func apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
+func (s *Server) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(version)
 	for _, k := range slices.Sorted(maps.Keys(apis)) {
 		a := apis[k]
 		v := kmsg.NewApiVersionsResponseApiKey()
-		v.ApiKey, v.MinVersion, v.MaxVersion = k, a.versions.min, a.versions.max
+		v.ApiKey, v.MinVersion, v.MaxVersion = k, a.versions.min, s.maxVersion(k)
 		resp.ApiKeys = append(resp.ApiKeys, v)
+	}
+	if tv := s.transactionVersion(); tv > 0 {
+		// KIP-584 features (v3+ tagged fields): transaction.version, which
+		// clients read to choose KIP-890's protocol. The epoch is fixed: the
+		// feature is set once per cluster, at start.
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, 2
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, tv, tv
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		resp.FinalizedFeaturesEpoch = 1
+	} else {
+		resp.FinalizedFeaturesEpoch = -1
 	}
 	return resp
 }
 
+// transactionVersionFeature is Kafka's TransactionVersion.FEATURE_NAME.
+const transactionVersionFeature = "transaction.version"
+
 func handleApiVersions(s *Server, _ context.Context, hdr header, req kmsg.Request) reply {
-	return now(apiVersionsResponse(hdr.version))
+	return now(s.apiVersionsResponse(hdr.version))
 }

@@ -61,11 +61,11 @@ func (s *Server) decode(frame []byte) (header, kmsg.Request, reply, error) {
 		rest = rest[idLen:]
 	}
 	api, known := apis[hdr.key]
-	if !known || hdr.version < api.versions.min || hdr.version > api.versions.max {
+	if !known || hdr.version < api.versions.min || hdr.version > s.maxVersion(hdr.key) {
 		if hdr.key == 18 {
 			// ApiVersions must answer any version so the client can learn
 			// ours: a v0 body with UNSUPPORTED_VERSION and our table.
-			resp := apiVersionsResponse(0)
+			resp := s.apiVersionsResponse(0)
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
 			raw := encodeResponse(nil, hdr, resp)
 			return hdr, nil, reply{raw: raw}, nil

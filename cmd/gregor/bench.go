@@ -18,6 +18,7 @@ func init() { subcommands = append(subcommands, benchCmd) }
 func benchCmd() *cobra.Command {
 	var (
 		records, valueBytes, rounds int
+		txnSize, txnRecords         int
 		partitions                  int32
 		skipReplicated              bool
 	)
@@ -27,9 +28,11 @@ func benchCmd() *cobra.Command {
 		Long: `Runs one franz-go load (default: 100-byte records, 8 partitions, 200k records,
 acks=1) against a broker started like 'gregor up --runtime process' and against
 franz-go's in-memory kfake (in its own process, like the broker), alternating
-rounds, and prints the median records/s of each and their ratio. Then the
-same load with RF=3 on a 3-broker cluster, acks=1 and acks=all, beside kfake
-(unreplicated) with the same acks. Ratios, not absolute times, are the result:
+rounds, and prints the median records/s of each and their ratio. Then a
+transactional load (transactions of --txn-size records, each committed before
+the next begins, read back read_committed) on the same broker beside kfake.
+Then the same load with RF=3 on a 3-broker cluster, acks=1 and acks=all,
+beside kfake (unreplicated) with the same acks. Ratios, not absolute times, are the result:
 the machine is shared and noisy.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,6 +63,17 @@ the machine is shared and noisy.`,
 			rows := []bench.Row{
 				{Label: label, Result: res["kfake"], Ref: res["kfake"]},
 				{Label: label, Result: res["gregor"], Ref: res["kfake"], TargetMin: 1.0},
+			}
+			if txnSize > 0 {
+				// Transactions: each batch of txnSize records committed
+				// before the next begins, read back read_committed.
+				tl := bench.Load{Records: txnRecords, ValueBytes: valueBytes, Partitions: partitions, Acks: -1, RF: 1, TxnSize: txnSize}
+				kr, gr, err := bench.Pair(ctx, ref, tl, bench.Target{Name: "gregor", Bootstrap: c.Bootstrap()}, tl, rounds)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, bench.Row{Label: fmt.Sprintf("RF=1 transactions of %d, %dx%dB", txnSize, txnRecords, valueBytes),
+					Result: gr, Ref: kr, TargetMin: 0.5, ProduceOnly: true})
 			}
 			if !skipReplicated {
 				c.Close(context.Background())
@@ -97,5 +111,7 @@ the machine is shared and noisy.`,
 	cmd.Flags().Int32Var(&partitions, "partitions", 8, "partitions of the topic")
 	cmd.Flags().IntVar(&rounds, "rounds", 3, "alternating rounds per target (median reported)")
 	cmd.Flags().BoolVar(&skipReplicated, "single-node", false, "skip the RF=3 rows (3-broker cluster)")
+	cmd.Flags().IntVar(&txnSize, "txn-size", 100, "records per transaction of the transactional row (0 skips it)")
+	cmd.Flags().IntVar(&txnRecords, "txn-records", 50_000, "records per round of the transactional row")
 	return cmd
 }

@@ -48,6 +48,7 @@ type brokerFlags struct {
 	heartbeat    time.Duration
 	raftTimeout  time.Duration
 	metrics      string
+	txnVersion   int16
 }
 
 func (f *brokerFlags) register(cmd *cobra.Command) {
@@ -78,14 +79,11 @@ func (f *brokerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.heartbeat, "heartbeat-interval", 0, "broker.heartbeat.interval.ms (default: min(2s, session/4))")
 	fl.DurationVar(&f.raftTimeout, "raft-timeout", time.Second, "controller quorum heartbeat and election timeout")
 	fl.StringVar(&f.metrics, "metrics-listen", "", "serve GET /metrics (Prometheus text) on this host:port")
+	fl.Int16Var(&f.txnVersion, "transaction-version", 2, "the cluster's transaction.version feature: 1 (Kafka 3.x transactions) or 2 (KIP-890); give every broker the same")
 }
 
 func (f *brokerFlags) config() (cluster.Config, error) {
 	pol, err := storage.ParseFsyncPolicy(f.fsync)
-	if err != nil {
-		return cluster.Config{}, err
-	}
-	bugs, electOutside, err := cluster.ParseAllBugs(f.bugs)
 	if err != nil {
 		return cluster.Config{}, err
 	}
@@ -121,7 +119,7 @@ func (f *brokerFlags) config() (cluster.Config, error) {
 		return cluster.Config{}, fmt.Errorf("--log-level %q: give debug, info, warn or error", f.logLevel)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	return cluster.Config{
+	cfg := cluster.Config{
 		NodeID: f.nodeID, Listen: f.listen, Advertise: f.advertise, DataDir: f.data,
 		AutoCreateTopics: f.autoCreate, DefaultPartitions: f.partitions, DefaultRF: f.rf,
 		MinISR: f.minISR, Unclean: f.unclean,
@@ -130,12 +128,16 @@ func (f *brokerFlags) config() (cluster.Config, error) {
 			Fsync: pol, LazyFS: f.lazyFS, WritebackDelay: f.writeback,
 		},
 		ReplicaLagMax: f.lagMax,
-		Bugs:          bugs, ElectOutsideISR: electOutside,
-		Peers: peers, ControllerOnly: f.ctrlOnly, Quorum: quorum,
+		Peers:         peers, ControllerOnly: f.ctrlOnly, Quorum: quorum,
 		SessionTimeout: f.session, HeartbeatInterval: f.heartbeat, RaftTimeout: f.raftTimeout,
-		MetricsListen: f.metrics,
-		Logger:        logger,
-	}, nil
+		TransactionVersion: f.txnVersion,
+		MetricsListen:      f.metrics,
+		Logger:             logger,
+	}
+	if err := cluster.PlantBugs(&cfg, f.bugs); err != nil {
+		return cluster.Config{}, err
+	}
+	return cfg, nil
 }
 
 func brokerCmd() *cobra.Command {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,9 +23,10 @@ func init() { subcommands = append(subcommands, describeCmd) }
 
 func describeCmd() *cobra.Command {
 	var bootstrap string
+	var transactions bool
 	cmd := &cobra.Command{
-		Use:   "describe --bootstrap HOST:PORT [TOPIC...]",
-		Short: "Print topics exactly as Kafka 4.0's kafka-topics.sh --describe does",
+		Use:   "describe --bootstrap HOST:PORT [--transactions] [TOPIC...]",
+		Short: "Print topics exactly as Kafka 4.0's kafka-topics.sh --describe does, or open transactions as kafka-transactions.sh describe does",
 		RunE: func(cmd *cobra.Command, topics []string) error {
 			if bootstrap == "" {
 				return &exitError{2, fmt.Errorf("no --bootstrap: give a broker's host:port (gregor up prints it)")}
@@ -35,11 +38,61 @@ func describeCmd() *cobra.Command {
 			defer cl.Close()
 			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
 			defer cancel()
+			if transactions {
+				if len(topics) > 0 {
+					return &exitError{2, fmt.Errorf("--transactions takes no topics (it lists every open transaction)")}
+				}
+				return describeTransactions(ctx, kadm.NewClient(cl), time.Now(), cmd.OutOrStdout())
+			}
 			return describeTopics(ctx, kadm.NewClient(cl), topics, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&bootstrap, "bootstrap", "", "broker address(es), comma separated")
+	cmd.Flags().BoolVar(&transactions, "transactions", false, "list the open transactions (Ongoing, PrepareCommit, PrepareAbort): id, producer id and epoch, state, age, partitions")
 	return cmd
+}
+
+// openTxnStates are the states of a transaction not yet complete.
+var openTxnStates = []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
+
+// describeTransactions writes the open transactions in the columns of
+// kafka-transactions.sh describe, one line each, oldest first.
+func describeTransactions(ctx context.Context, adm *kadm.Client, now time.Time, w io.Writer) error {
+	listed, err := adm.ListTransactions(ctx, nil, openTxnStates)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	defer tw.Flush()
+	fmt.Fprintln(tw, "CoordinatorId\tTransactionalId\tProducerId\tProducerEpoch\tTransactionState\tTransactionTimeoutMs\tCurrentTransactionStartTimeMs\tTransactionDurationMs\tTopicPartitions")
+	ids := listed.TransactionalIDs()
+	if len(ids) == 0 {
+		return nil
+	}
+	described, err := adm.DescribeTransactions(ctx, ids...)
+	if err != nil {
+		return err
+	}
+	ds := described.Sorted()
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].StartTimestamp < ds[j].StartTimestamp })
+	for _, d := range ds {
+		if d.Err != nil {
+			fmt.Fprintf(tw, "-\t%s\t-\t-\t%v\t-\t-\t-\t-\n", d.TxnID, d.Err)
+			continue
+		}
+		if !slices.Contains(openTxnStates, d.State) {
+			continue // completed between the list and the describe
+		}
+		var parts []string
+		for _, tp := range d.Topics.Sorted() {
+			for _, p := range tp.Partitions {
+				parts = append(parts, fmt.Sprintf("%s-%d", tp.Topic, p))
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", d.Coordinator, d.TxnID, d.ProducerID, d.ProducerEpoch, d.State,
+			d.TimeoutMillis, d.StartTimestamp, now.UnixMilli()-d.StartTimestamp, strings.Join(parts, ","))
+	}
+	return nil
 }
 
 func joinIDs(ids []int32) string {

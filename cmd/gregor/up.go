@@ -33,6 +33,7 @@ func registerCluster(fl *pflag.FlagSet, c *harness.ClusterConfig, def harness.Cl
 	fl.StringArrayVar(&c.BrokerArgs, "broker-arg", def.BrokerArgs, "extra flag passed to every broker (repeatable)")
 	fl.IntVar(&c.Controllers, "controllers", def.Controllers, "extra controller-only quorum voters (KRaft process.roles=controller)")
 	fl.DurationVar(&c.SessionTimeout, "session-timeout", def.SessionTimeout, "broker.session.timeout.ms")
+	fl.Int16Var(&c.TransactionVersion, "transaction-version", def.TransactionVersion, "the cluster's transaction.version: 1 (Kafka 3.x transactions: explicit AddPartitionsToTxn, the epoch kept across transactions) or 2 (KIP-890: partitions join on produce, every commit and abort bumps the epoch)")
 	fl.BoolVar(&c.Dedicated, "dedicated-controllers", def.Dedicated, "only the --controllers nodes vote in the controller quorum; brokers are raft non-voters, never the active controller (KRaft with separate controllers)")
 }
 

@@ -1,0 +1,119 @@
+package replica
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/cluster/meta"
+	"gregor/cluster/producer"
+	"gregor/cluster/storage"
+)
+
+// leaderOf1 is node 1 leading a one-replica partition of topic.
+func leaderOf1(t *testing.T, topic string) *Partition {
+	t.Helper()
+	l, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(&Config{NodeID: 1, ReplicaLagMax: time.Minute}, topic, 0, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	p.Update(meta.Partition{Topic: topic, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}, 1)
+	return p
+}
+
+// TestInternalTopicWriters: a client cannot produce to an internal topic
+// (Kafka's "Cannot append to internal topic"), and a coordinator writes
+// only there; so a follower or a rebuild, which cannot tell a batch's
+// writer from the batch, can tell it from the topic.
+func TestInternalTopicWriters(t *testing.T) {
+	batch := func() []byte {
+		return storage.Batch{Timestamp: 1, ProducerID: 5, ProducerEpoch: 0, BaseSequence: 0, Values: [][]byte{[]byte("v")}}.Encode()
+	}
+	for _, c := range []struct {
+		topic  string
+		origin producer.Origin
+		want   *kerr.Error
+	}{
+		{meta.OffsetsTopic, producer.Client, kerr.InvalidTopicException},
+		{meta.TransactionStateTopic, producer.Client, kerr.InvalidTopicException},
+		{"orders", producer.Coordinator, kerr.InvalidTopicException},
+		{meta.OffsetsTopic, producer.Coordinator, nil},
+		{"orders", producer.Client, nil},
+	} {
+		p := leaderOf1(t, c.topic)
+		if _, e := p.AppendAsLeader(batch(), AppendOptions{Acks: 1, Origin: c.origin}); e != c.want {
+			t.Errorf("%s written by origin %d: %v, want %v", c.topic, c.origin, e, c.want)
+		}
+	}
+	// Two coordinator batches at sequence 0 in one epoch (two offset
+	// commits of one producer) pass the checks, invariants included, and a
+	// rebuild from the log agrees.
+	p := leaderOf1(t, meta.OffsetsTopic)
+	for i := range 2 {
+		if _, e := p.AppendAsLeader(batch(), AppendOptions{Acks: 1, Origin: producer.Coordinator}); e != nil {
+			t.Fatalf("coordinator batch %d: %v", i, e)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.rebuildProducers(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.invariants(); err != nil {
+		t.Fatalf("after a rebuild: %v", err)
+	}
+}
+
+// TestLSOInvariantsCatch: with producer 5's transaction open at offset 3
+// and the HW at 4, the LSO is 3; the check refuses every other value: the
+// HW (what lso-past-open-txn answers), past the HW, below any transaction.
+// With the bug planted only the HW bound is checked: the harness must
+// catch the bug, not the broker's own check.
+func TestLSOInvariantsCatch(t *testing.T) {
+	p := leaderOf1(t, "t")
+	if _, e := p.AppendAsLeader(storage.NewBatch(0, 0, []byte("a"), []byte("b"), []byte("c")), AppendOptions{Acks: 1}); e != nil {
+		t.Fatal(e)
+	}
+	guard, e := p.BeginVerification(5, 0, 0, false)
+	if e != nil || guard == 0 {
+		t.Fatalf("verification: guard %d, %v", guard, e)
+	}
+	txnl := storage.Batch{Timestamp: 1, ProducerID: 5, BaseSequence: 0, Attributes: storage.AttrTransactional, Values: [][]byte{[]byte("t")}}
+	if _, e := p.AppendAsLeader(txnl.Encode(), AppendOptions{Acks: 1, Guard: guard}); e != nil {
+		t.Fatal(e)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if lso := p.lso(); p.hw != 4 || lso != 3 {
+		t.Fatalf("healthy partition: HW %d, LSO %d; want 4, 3", p.hw, lso)
+	}
+	if err := p.invariants(); err != nil {
+		t.Fatalf("healthy partition: %v", err)
+	}
+	for _, c := range []struct {
+		lso  int64
+		want string
+	}{
+		{4, "LSO 4 past producer 5's transaction from 3"},
+		{5, "LSO 5 past the HW 4"},
+		{2, "LSO 2 is neither the HW 4 nor where an unstable transaction starts"},
+	} {
+		if err := p.lsoInvariants(c.lso); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("LSO %d: check said %v, want %q", c.lso, err, c.want)
+		}
+	}
+	p.cfg.Bugs.LSOPastOpenTxn = true
+	if err := p.lsoInvariants(4); err != nil {
+		t.Errorf("the planted bug's LSO refused by the check: %v", err)
+	}
+	if err := p.lsoInvariants(5); err == nil {
+		t.Error("LSO past the HW accepted with the bug planted")
+	}
+}
