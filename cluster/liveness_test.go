@@ -24,7 +24,13 @@ import (
 // sessions, restarted at its takeover, expired, and every partition showed
 // leader -1 until the stalled heartbeats gave up.
 func TestIsolatedControllerMajorityStaysLive(t *testing.T) {
-	tc := startCluster(t, 3, nil)
+	// A 3 s session, as `gregor run` uses, still shorter than the 5 s stall
+	// of the bug, and long enough that a loaded test machine does not
+	// starve a broker's heartbeats into a fencing the partition never
+	// caused (the 1.5 s test session did, once in a fresh-clone run under
+	// load: a majority broker fenced 43 ms after the partition began).
+	const session = 3 * time.Second
+	tc := startCluster(t, 3, func(c *Config) { c.SessionTimeout = session })
 	tc.createTopic("live", 3, 3, nil)
 	old := tc.leader("live", 0)
 	tc.placeController(old)
@@ -48,7 +54,22 @@ func TestIsolatedControllerMajorityStaysLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cancel()
-	<-images // the image from before the partition
+	// Start from an image in which every broker is live: a fencing seen
+	// later is the partition's doing.
+	for allLive, deadline := false, time.After(10*time.Second); !allLive; {
+		select {
+		case im := <-images:
+			live := 0
+			for _, b := range im.Brokers {
+				if b.Live() {
+					live++
+				}
+			}
+			allLive = live == 3
+		case <-deadline:
+			t.Fatal("no image with every broker live within 10s, before any fault")
+		}
+	}
 
 	tc.block(int(old), rest...)
 	start := time.Now()
@@ -59,7 +80,7 @@ func TestIsolatedControllerMajorityStaysLive(t *testing.T) {
 	// fencing this test looks for lasted about a second.
 	limit := time.After(30 * time.Second)
 	var settled time.Time
-	for settled.IsZero() || time.Since(settled) < 2*testSession {
+	for settled.IsZero() || time.Since(settled) < 2*session {
 		var im *controller.Image
 		select {
 		case im = <-images:
