@@ -19,7 +19,7 @@ func TestPlantedBugElectOutsideISRInCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc.stopBroker(1)
-	waitFor(t, 3*testSession, "leader 1 fenced", func() bool { return tc.img().Brokers[1].Fenced })
+	waitFor(t, fenceBound, "leader 1 fenced", func() bool { return tc.img().Brokers[1].Fenced })
 	p = tc.part("b", 0)
 	if p.Leader != 3 || !slices.Equal(p.ISR, []int32{3}) {
 		t.Fatalf("with the bug: %+v, want out-of-sync 3 elected (2 was the clean choice)", p)

@@ -21,7 +21,12 @@ const (
 	testRaftTimeout = 500 * time.Millisecond
 	testHeartbeat   = 100 * time.Millisecond
 	testSession     = 1500 * time.Millisecond
-	waitLong        = 20 * time.Second
+	// fenceBound bounds a wait for a fencing that is due one session after
+	// the broker's last heartbeat: a bound against hanging, not a
+	// measurement (a loaded machine with -race can take several sessions;
+	// tests that measure fencing time measure it, against the session).
+	fenceBound = 10 * testSession
+	waitLong   = 20 * time.Second
 )
 
 type testNode struct {

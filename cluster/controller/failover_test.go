@@ -32,7 +32,7 @@ func TestControllerFailoverAndRestart(t *testing.T) {
 	}
 	// The dead broker's session expires on the new controller too, and its
 	// leaderships move.
-	waitFor(t, 3*testSession+2*testRaftTimeout, "the dead broker fenced by the new controller", func() bool {
+	waitFor(t, fenceBound+2*testRaftTimeout, "the dead broker fenced by the new controller", func() bool {
 		return tc.img().Brokers[old.id].Fenced
 	})
 	img := tc.img()

@@ -28,7 +28,7 @@ func TestSessionExpiryFencesMovesLeadersShrinksISR(t *testing.T) {
 	if tc.img().Brokers[victim].Fenced {
 		t.Fatalf("broker %d fenced after %v, before its %v session expired", victim, time.Since(stopped), testSession)
 	}
-	waitFor(t, 3*testSession, "the silent broker to be fenced", func() bool {
+	waitFor(t, fenceBound, "the silent broker to be fenced", func() bool {
 		return tc.img().Brokers[victim].Fenced
 	})
 	since := time.Since(stopped)
@@ -60,7 +60,7 @@ func TestSessionExpiryFencesMovesLeadersShrinksISR(t *testing.T) {
 	for _, id := range []int32{1, 2, 3} {
 		tc.stopBroker(id)
 	}
-	waitFor(t, 3*testSession, "all brokers fenced", func() bool { return tc.img().FencedBrokers() == 3 })
+	waitFor(t, fenceBound, "all brokers fenced", func() bool { return tc.img().FencedBrokers() == 3 })
 	img = tc.img()
 	if img.OfflinePartitions() != 3 {
 		t.Fatalf("offline partitions %d, want 3", img.OfflinePartitions())
@@ -120,7 +120,7 @@ func TestUncleanElection(t *testing.T) {
 				t.Fatalf("shrink: %+v %v", got, err)
 			}
 			tc.stopBroker(1)
-			waitFor(t, 3*testSession, "leader 1 fenced", func() bool { return tc.img().Brokers[1].Fenced })
+			waitFor(t, fenceBound, "leader 1 fenced", func() bool { return tc.img().Brokers[1].Fenced })
 			p = tc.part("u", 0)
 			if !unclean {
 				if p.Leader != meta.NoLeader || !slices.Equal(p.ISR, []int32{1}) {
@@ -183,7 +183,7 @@ func TestPausedBrokerUnfencedOnResume(t *testing.T) {
 	tc.waitUnfenced(1, 2, 3)
 	epoch := tc.nodes[2].lc.Epoch()
 	tc.stopBroker(2) // "pause"
-	waitFor(t, 3*testSession, "paused broker fenced", func() bool { return tc.img().Brokers[2].Fenced })
+	waitFor(t, fenceBound, "paused broker fenced", func() bool { return tc.img().Brokers[2].Fenced })
 	r, err := tc.client(2).Heartbeat(t.Context(), 2, epoch, int64(tc.img().Version), false, false)
 	if err != nil {
 		t.Fatal(err)

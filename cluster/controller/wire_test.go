@@ -168,7 +168,7 @@ func TestKconnTransportAndAlterPartitionVersions(t *testing.T) {
 
 	// A fenced broker cannot be added (KIP-841).
 	tc.stopBroker(3)
-	waitFor(t, 3*testSession, "broker 3 fenced", func() bool { return tc.img().Brokers[3].Fenced })
+	waitFor(t, fenceBound, "broker 3 fenced", func() bool { return tc.img().Brokers[3].Fenced })
 	cur := tc.part("w", 0)
 	_, err = tc.client(1).AlterISR(t.Context(), 1, epoch(1), ISRChange{Topic: "w", Partition: 0,
 		LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch, NewISR: []int32{1, 2, 3}})
