@@ -140,7 +140,7 @@ func (c *ClusterConfig) Spec(name, binary string) runtime.ClusterSpec {
 		if i > c.Nodes {
 			a = append(append([]string(nil), args...), "--controller-only")
 		}
-		spec.Nodes = append(spec.Nodes, runtime.NodeSpec{ID: int32(i), Args: a})
+		spec.Nodes = append(spec.Nodes, runtime.NodeSpec{ID: int32(i), Args: a, ControllerOnly: i > c.Nodes})
 	}
 	return spec
 }

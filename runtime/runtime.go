@@ -18,6 +18,9 @@ type NodeSpec struct {
 	ID   int32
 	Args []string
 	Env  map[string]string
+	// ControllerOnly: the node is a controller-only quorum voter (KRaft
+	// process.roles=controller), not a broker clients are seeded with.
+	ControllerOnly bool
 }
 
 // ClusterSpec is everything a runtime needs to boot a cluster.
@@ -55,6 +58,8 @@ type NodeInfo struct {
 	Host      string // the IP the harness dials
 	KafkaAddr string // host:port of the Kafka listener
 	RaftAddr  string // host:port of the raft (controller quorum) listener
+	// ControllerOnly is NodeSpec.ControllerOnly: no Kafka clients go to it.
+	ControllerOnly bool
 }
 
 // NodeState is what Status reports.

@@ -172,7 +172,7 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) error {
 	for i, ns := range specs {
 		ip := hostIP(subnet, firstHost+i)
 		infos[i] = runtime.NodeInfo{
-			ID: ns.ID, Host: ip.String(),
+			ID: ns.ID, Host: ip.String(), ControllerOnly: ns.ControllerOnly,
 			KafkaAddr: net.JoinHostPort(ip.String(), strconv.Itoa(spec.KafkaPort)),
 			RaftAddr:  net.JoinHostPort(ip.String(), strconv.Itoa(spec.RaftPort)),
 		}
