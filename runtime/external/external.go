@@ -173,13 +173,7 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.ClusterSpec) (runtime.
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{name: spec.Name, bootstrap: r.opts.Bootstrap, faults: r.opts.Faults,
-		nodes: brokers, state: map[int32]runtime.NodeState{}, logs: map[int32]*bytes.Buffer{},
-		isolated: map[int32]bool{}, slowed: map[int32]bool{}}
-	for _, n := range brokers {
-		c.state[n.ID] = runtime.StateRunning
-		c.logs[n.ID] = &bytes.Buffer{}
-	}
+	c := newCluster(spec.Name, r.opts.Bootstrap, r.opts.Faults, brokers)
 	if spec.Ready != nil {
 		if err := runtime.WaitReady(ctx, spec, c, "the cluster at --bootstrap "+strings.Join(r.opts.Bootstrap, ",")); err != nil {
 			return nil, err
@@ -201,6 +195,17 @@ type Cluster struct {
 	isolated map[int32]bool
 	slowed   map[int32]bool
 	pending  []runtime.CommandResult
+}
+
+func newCluster(name string, bootstrap []string, faults *FaultFile, brokers []runtime.NodeInfo) *Cluster {
+	c := &Cluster{name: name, bootstrap: bootstrap, faults: faults,
+		nodes: brokers, state: map[int32]runtime.NodeState{}, logs: map[int32]*bytes.Buffer{},
+		isolated: map[int32]bool{}, slowed: map[int32]bool{}}
+	for _, n := range brokers {
+		c.state[n.ID] = runtime.StateRunning
+		c.logs[n.ID] = &bytes.Buffer{}
+	}
+	return c
 }
 
 var (
