@@ -221,7 +221,9 @@ seeds: [1]
 }
 
 // The same run against a correct cluster is valid, under kills by pid,
-// pauses and partitions.
+// pauses and partitions. A stop whose command fails is an error operation
+// with its exit status and output, and the run says its schedule was not
+// applied as drawn.
 func TestExternalRuntimeValidWithoutBug(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots clusters")
@@ -231,10 +233,19 @@ func TestExternalRuntimeValidWithoutBug(t *testing.T) {
 	name := fmt.Sprintf("xt-ok-%d", os.Getpid())
 	st := upCluster(t, bin, name, upArgs...)
 	faults := faultFile(t, bin, name)
+	f, err := os.OpenFile(faults, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, `  stop: "echo refusing to stop {{.NodeID}}; exit 7"`)
+	f.Close()
 	store := t.TempDir()
-	args := append([]string{"run", "--runtime", "external", "--bootstrap", strings.Join(st.Bootstrap, ","), "--faults", faults,
-		"--store", store, "--seed", "2"}, isolateLeaderRun...)
-	args = append(args, "--nemesis", "partition,kill,pause", "--partition-shapes", "isolate-leader,isolate-one", "--nemesis-duration", "3s")
+	// Seed 3 draws a kill (by pid) and a stop (whose command fails): the
+	// schedule is a function of the seed.
+	args := []string{"run", "--runtime", "external", "--bootstrap", strings.Join(st.Bootstrap, ","), "--faults", faults,
+		"--store", store, "--seed", "3", "--nemesis", "partition,kill,pause,stop", "--partition-shapes", "isolate-leader,isolate-one",
+		"--nemesis-target", "leader", "--nemesis-interval", "2s", "--nemesis-duration", "3s", "--time-limit", "12s", "--warm-up", "1s",
+		"--min-isr", "2", "--idempotence", "--concurrency", "16", "--rate", "300"}
 	out, err := execGregor(args...)
 	if err != nil {
 		t.Fatalf("a correct cluster through --runtime external: %v\n%s", err, out)
@@ -244,12 +255,28 @@ func TestExternalRuntimeValidWithoutBug(t *testing.T) {
 		t.Fatal(err)
 	}
 	faultsDone := map[string]int{}
+	stops := 0
 	for _, op := range run.Ops {
-		if op.Process == history.Nemesis && op.Error == "" {
+		if op.Process != history.Nemesis {
+			continue
+		}
+		if op.F == history.NemesisStop {
+			stops++
+			if !strings.Contains(op.Error, "exit status 7") || !strings.Contains(string(op.Raw), `"exit":7,"output":"refusing to stop`) {
+				t.Fatalf("a failing stop recorded as %s (error %q)", op.Raw, op.Error)
+			}
+		} else if op.Error == "" {
 			faultsDone[op.F]++
 		}
 	}
 	if faultsDone[history.NemesisKill]+faultsDone[history.NemesisPause]+faultsDone[history.NemesisPartition] == 0 {
 		t.Fatalf("no fault applied: %v", faultsDone)
+	}
+	if stops == 0 || faultsDone[history.NemesisKill] == 0 {
+		t.Fatalf("seed 3 draws a kill and a stop; the history has %d stops and faults %v", stops, faultsDone)
+	}
+	notApplied := strings.Contains(string(mustRead(t, filepath.Join(store, "queue", history.LatestLink, "results.json"))), "schedule not applied as drawn")
+	if notApplied != (stops > 0) {
+		t.Fatalf("%d failed stops; results.json says the schedule was not applied as drawn: %v", stops, notApplied)
 	}
 }
