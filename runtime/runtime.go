@@ -44,6 +44,24 @@ type ClusterSpec struct {
 	Ready func(ctx context.Context, c Cluster) error
 	// ReadyTimeout bounds the wait for Ready; zero means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Settings are the brokers' settings, for runtimes whose nodes do not
+	// take `gregor broker`'s Args (runtime/image renders them into an
+	// image's own configuration).
+	Settings BrokerSettings
+}
+
+// BrokerSettings are the cluster settings an image spec may name.
+type BrokerSettings struct {
+	MinISR                        int
+	Unclean                       bool
+	ReplicaLagMax, SessionTimeout time.Duration
+	// DefaultRF is the replication factor of internal and auto-created topics.
+	DefaultRF int
+	// Bugs are gregor's planted bug switches (gregor's own image only).
+	Bugs []string
+	// Dedicated: only the controller-only nodes vote in the controller
+	// quorum; otherwise every node does (KRaft combined mode).
+	Dedicated bool
 }
 
 // MaxNodes bounds a cluster: every fault is a loop over the nodes.

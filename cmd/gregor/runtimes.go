@@ -13,6 +13,7 @@ import (
 	"gregor/runtime"
 	"gregor/runtime/docker"
 	"gregor/runtime/external"
+	"gregor/runtime/image"
 	"gregor/runtime/process"
 )
 
@@ -105,5 +106,16 @@ func selfBinary() (string, error) {
 
 // pickImage is --runtime image (runtime/image).
 func pickImage(ctx context.Context, spec string, log io.Writer) (runtime.Runtime, error) {
-	return nil, fmt.Errorf("--runtime image: not built yet")
+	if spec == "" {
+		return nil, fmt.Errorf("--runtime image needs --image-spec FILE: a YAML node template (runtime/image/specs/ has gregor, apache/kafka and redpanda)")
+	}
+	s, err := image.Load(spec)
+	if err != nil {
+		return nil, err
+	}
+	r := image.New(s, log)
+	if err := r.Available(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
