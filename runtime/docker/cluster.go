@@ -30,19 +30,19 @@ const createTimeout = 60 * time.Second
 
 // Cluster is a running docker cluster. It implements runtime.Cluster.
 type Cluster struct {
-	r       *Runtime
-	cli     *client.Client
-	name    string
-	runID   string
-	image   string // the nodes' image
+	r     *Runtime
+	cli   *client.Client
+	name  string
+	runID string
+	image string // the nodes' image
 	// gregorImage holds the gregor binary (nsfault): image, unless Foreign.
 	gregorImage string
 	network     string // network ID
-	labels  map[string]string
-	reaper  *runtime.Reaper // removes the run's objects if this process dies first
-	nodes   []*node         // sorted by ID
-	byID    map[int32]*node
-	timings Timings
+	labels      map[string]string
+	reaper      *runtime.Reaper // removes the run's objects if this process dies first
+	nodes       []*node         // sorted by ID
+	byID        map[int32]*node
+	timings     Timings
 
 	// mu guards the fault state below and closed. It is never held across a
 	// Docker call that waits for a container (exec, stop), only across the
