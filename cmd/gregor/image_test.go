@@ -67,13 +67,37 @@ func TestImageRuntimeWithGregorImage(t *testing.T) {
 	timeouts := []string{"--session-timeout", "2s", "--replica-lag-max", "2s"}
 	name := fmt.Sprintf("ximg%d", os.Getpid()%100000)
 
-	args := append([]string{"run", "--runtime", "image", "--image-spec", gregorSpec, "--store", store, "--name", name + "b",
-		"--seed", "1", "--bug", "ack-before-isr"}, isolateLeaderRun...)
-	out, err := execGregor(append(args, timeouts...)...)
-	if exitCode(err) != checkForbidden {
-		t.Fatalf("ack-before-isr through --runtime image: exit %d (%v), want 1:\n%s", exitCode(err), err, out)
+	// A 2-cell matrix through the image runtime: the isolated leader with
+	// ack-before-isr planted is caught, the fault-free cell is valid.
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "m.yaml")
+	abs, _ := filepath.Abs(gregorSpec)
+	os.WriteFile(spec, []byte(fmt.Sprintf(`name: image
+defaults:
+  runtime: image
+  image_spec: %s
+  partitions: 3
+  time_limit: 12s
+  rate: 300
+  args: [--concurrency, "16", --warm-up, 1s, --session-timeout, 2s, --replica-lag-max, 2s]
+configs:
+  - {acks: all, min_isr: 2, idempotence: true, bugs: [ack-before-isr]}
+nemeses:
+  - {name: isolate-leader, kinds: [partition], shapes: [isolate-leader], target: leader, interval: 2s, duration: 8s}
+  - {name: none, kinds: [none], settings: {time_limit: 4s}}
+seeds: [1]
+`, abs)), 0o644)
+	mout := filepath.Join(dir, "out")
+	_, err := execGregor("matrix", "--config", spec, "--out", mout, "--parallel", "1")
+	res := string(mustRead(t, filepath.Join(mout, "results.json")))
+	if exitCode(err) != 1 || strings.Count(res, `"valid": "false"`) != 1 || strings.Count(res, `"valid": "true"`) != 1 {
+		t.Fatalf("matrix (%v): want one invalid (isolate-leader) and one valid (none) cell:\n%s", err, res)
 	}
-	run, err := history.ReadRun(filepath.Join(store, name+"b", history.LatestLink, history.HistoryFile), "")
+	cells, _ := filepath.Glob(filepath.Join(mout, "runs", "*isolate-leader*", "run", history.LatestLink, history.HistoryFile))
+	if len(cells) != 1 {
+		t.Fatalf("isolate-leader cell's history: %v", cells)
+	}
+	run, err := history.ReadRun(cells[0], "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +105,11 @@ func TestImageRuntimeWithGregorImage(t *testing.T) {
 		t.Fatalf("test.json %+v: want runtime image, min ISR 2", run.Config)
 	}
 
-	args = []string{"run", "--runtime", "image", "--image-spec", gregorSpec, "--store", store, "--name", name + "v", "--seed", "4",
+	args := []string{"run", "--runtime", "image", "--image-spec", gregorSpec, "--store", store, "--name", name + "v", "--seed", "4",
 		"--nemesis", "partition,kill,pause", "--partition-shapes", "isolate-leader,isolate-one", "--nemesis-target", "leader",
-		"--nemesis-interval", "2s", "--nemesis-duration", "3s", "--time-limit", "12s", "--warm-up", "1s",
+		"--nemesis-interval", "2s", "--nemesis-duration", "3s", "--time-limit", "20s", "--warm-up", "1s",
 		"--min-isr", "2", "--idempotence", "--concurrency", "16", "--rate", "300"}
-	out, err = execGregor(append(args, timeouts...)...)
+	out, err := execGregor(append(args, timeouts...)...)
 	if err != nil {
 		t.Fatalf("a correct cluster through --runtime image: %v\n%s", err, out)
 	}
@@ -94,15 +118,25 @@ func TestImageRuntimeWithGregorImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	applied := map[string]int{}
+	var partitionAt, healAt int64
 	for _, op := range run.Ops {
 		if op.Process == history.Nemesis {
+			switch op.F {
+			case history.NemesisPartition:
+				partitionAt = op.Time
+			case history.VerbHeal:
+				healAt = op.Time
+			}
 			if op.Error != "" {
 				t.Fatalf("nemesis %s failed: %s", op.F, op.Error)
 			}
 			applied[op.F]++
 		}
 	}
-	// Seed 4 draws a kill and a partition (the schedule is the seed's).
+	// Seed 4 draws a partition at 1.5 s and a kill at 6.9 s (the schedule
+	// is the seed's); each partition and heal starts an nsfault sidecar
+	// per node, which can push a later step past the limit, hence 20 s.
+	t.Logf("partition applied %v after its start, held until the heal at %v", time.Duration(partitionAt), time.Duration(healAt))
 	if applied[history.NemesisKill] == 0 || applied[history.NemesisPartition] == 0 {
 		t.Fatalf("faults applied: %v", applied)
 	}
