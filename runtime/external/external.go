@@ -377,7 +377,7 @@ func (c *Cluster) Partition(ctx context.Context, groups [][]int32) error {
 		c.mu.Lock()
 		c.isolated[a] = true
 		c.mu.Unlock()
-		if err := c.run(ctx, a, VerbIsolate, Vars{Peers: idList(peers), PeerHosts: strings.Join(hosts, " ")}, runtime.StateUnknown); err != nil {
+		if err := c.run(ctx, a, VerbIsolate, Vars{Peers: idList(peers), PeerHosts: strings.Join(hosts, ",")}, runtime.StateUnknown); err != nil {
 			errs = append(errs, fmt.Errorf("node %d: %w", a, err))
 		}
 	}

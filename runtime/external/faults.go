@@ -84,7 +84,7 @@ type Vars struct {
 	Host      string // the broker's host, as Metadata advertises it
 	KafkaAddr string // host:port
 	// Peers are the node ids an isolate cuts the node off from,
-	// comma-separated ("2,3"); PeerHosts their hosts, space-separated.
+	// comma-separated ("2,3"); PeerHosts their hosts, likewise.
 	Peers     string
 	PeerHosts string
 	// DelayMs, JitterMs and LossPct are a slow fault's impairment; GraceSeconds
@@ -158,7 +158,7 @@ func LoadFaults(path string) (*FaultFile, error) {
 	return f, nil
 }
 
-var sampleVars = Vars{NodeID: 1, Host: "h", KafkaAddr: "h:9092", Peers: "2,3", PeerHosts: "h2 h3", DelayMs: 1, LossPct: 1, GraceSeconds: 1}
+var sampleVars = Vars{NodeID: 1, Host: "h", KafkaAddr: "h:9092", Peers: "2,3", PeerHosts: "h2,h3", DelayMs: 1, LossPct: 1, GraceSeconds: 1}
 
 func verbList() string {
 	s := make([]string, len(Verbs))
