@@ -231,7 +231,10 @@ func TestExternalRuntimeValidWithoutBug(t *testing.T) {
 	bin := gregorBinary(t)
 	t.Setenv("GREGOR_BINARY", bin)
 	name := fmt.Sprintf("xt-ok-%d", os.Getpid())
-	st := upCluster(t, bin, name, upArgs...)
+	// The cluster's min ISR is 2; the run does not ask for one, so the
+	// topic takes the cluster's and test.json records it (the flag's
+	// default is 1).
+	st := upCluster(t, bin, name, append([]string{"--min-isr", "2"}, upArgs...)...)
 	faults := faultFile(t, bin, name)
 	f, err := os.OpenFile(faults, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -245,7 +248,7 @@ func TestExternalRuntimeValidWithoutBug(t *testing.T) {
 	args := []string{"run", "--runtime", "external", "--bootstrap", strings.Join(st.Bootstrap, ","), "--faults", faults,
 		"--store", store, "--seed", "3", "--nemesis", "partition,kill,pause,stop", "--partition-shapes", "isolate-leader,isolate-one",
 		"--nemesis-target", "leader", "--nemesis-interval", "2s", "--nemesis-duration", "3s", "--time-limit", "12s", "--warm-up", "1s",
-		"--min-isr", "2", "--idempotence", "--concurrency", "16", "--rate", "300"}
+		"--idempotence", "--concurrency", "16", "--rate", "300"}
 	out, err := execGregor(args...)
 	if err != nil {
 		t.Fatalf("a correct cluster through --runtime external: %v\n%s", err, out)
@@ -253,6 +256,9 @@ func TestExternalRuntimeValidWithoutBug(t *testing.T) {
 	run, err := history.ReadRun(filepath.Join(store, "queue", history.LatestLink, history.HistoryFile), "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if run.Config.MinISR != 2 || run.Config.Unclean {
+		t.Fatalf("test.json min_isr %d, unclean %v: want the cluster's 2, false (DescribeConfigs)", run.Config.MinISR, run.Config.Unclean)
 	}
 	faultsDone := map[string]int{}
 	stops := 0
