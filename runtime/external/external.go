@@ -72,7 +72,7 @@ func New(o Options) (*Runtime, error) {
 		o.Wait = DefaultWait
 	}
 	if o.Faults == nil {
-		o.Faults = &FaultFile{Path: "(none)", Timeout: DefaultTimeout}
+		o.Faults = &FaultFile{Path: NoFaultFile, Timeout: DefaultTimeout}
 	}
 	return &Runtime{opts: o}, nil
 }

@@ -71,6 +71,10 @@ func TestFaultFileAgainstCluster(t *testing.T) {
 	if err := f.CheckKinds([]string{history.NemesisPartition}, brokers); err == nil || !strings.Contains(err.Error(), `"isolate"`) {
 		t.Fatalf("partition: %v", err)
 	}
+	none := &FaultFile{Path: NoFaultFile}
+	if err := none.CheckKinds([]string{history.NemesisKill}, brokers); err == nil || !strings.Contains(err.Error(), "give --faults FILE") {
+		t.Fatalf("kill without a fault file: %v", err)
+	}
 	if err := f.CheckKinds([]string{history.NemesisPowerLoss}, brokers); err == nil || !strings.Contains(err.Error(), "power-loss") {
 		t.Fatalf("power-loss: %v", err)
 	}

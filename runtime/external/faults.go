@@ -227,6 +227,9 @@ func (f *FaultFile) CheckKinds(kinds []string, brokers []int32) error {
 					missing = append(missing, id)
 				}
 			}
+			if len(missing) > 0 && f.Path == NoFaultFile {
+				return fmt.Errorf("--nemesis %s on --runtime external needs fault commands: give --faults FILE with a %q command (and the others it needs: %s)", k, v, verbNames(kindVerbs[k]))
+			}
 			if len(missing) > 0 {
 				return fmt.Errorf("--faults %s: --nemesis %s needs a %q command for every broker; none for node(s) %s: add commands.%s (or nodes.N.%s)",
 					f.Path, k, v, idList(missing), v, v)
@@ -234,6 +237,17 @@ func (f *FaultFile) CheckKinds(kinds []string, brokers []int32) error {
 		}
 	}
 	return nil
+}
+
+// NoFaultFile is the Path of the empty fault file a run without --faults has.
+const NoFaultFile = "(none)"
+
+func verbNames(vs []Verb) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
+	}
+	return strings.Join(s, ", ")
 }
 
 func idList(ids []int32) string {
