@@ -286,3 +286,17 @@ func TestExternalRuntimeValidWithoutBug(t *testing.T) {
 		t.Fatalf("%d failed stops; results.json says the schedule was not applied as drawn: %v", stops, notApplied)
 	}
 }
+
+// gregor node refuses, exit 2, a cluster no gregor up serves and a node id
+// that is not a number.
+func TestNodeRefusals(t *testing.T) {
+	name := fmt.Sprintf("no-such-%d", os.Getpid())
+	_, err := execGregor("node", "kill", "1", "--cluster", name)
+	if exitCode(err) != checkBadInput || !strings.Contains(fmt.Sprint(err), "no cluster "+name+" is up") {
+		t.Fatalf("no cluster: %v", err)
+	}
+	_, err = execGregor("node", "kill", "one", "--cluster", name)
+	if exitCode(err) != checkBadInput || !strings.Contains(fmt.Sprint(err), `node id "one"`) {
+		t.Fatalf("bad id: %v", err)
+	}
+}
