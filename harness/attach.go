@@ -52,6 +52,9 @@ func (t *Test) attach(ctx context.Context, a runtime.Attached) error {
 		return badInput(fmt.Errorf("--controllers/--dedicated-controllers with --runtime %s: the cluster's quorum is its own; drop them", a.Name()))
 	}
 	c.Nodes = len(brokers)
+	if t.RF > c.Nodes {
+		return badInput(fmt.Errorf("--rf %d: the cluster has %d broker(s) (%s lists them); lower --rf", t.RF, c.Nodes, a.Name()))
+	}
 	if c.MinISR > c.Nodes {
 		// The flag's default may exceed a small cluster; the topic's value
 		// is read back from the cluster anyway.
