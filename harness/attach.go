@@ -53,7 +53,7 @@ func (t *Test) attach(ctx context.Context, a runtime.Attached) error {
 	}
 	c.Nodes = len(brokers)
 	if t.RF > c.Nodes {
-		return badInput(fmt.Errorf("--rf %d: the cluster has %d broker(s) (%s lists them); lower --rf", t.RF, c.Nodes, a.Name()))
+		return badInput(fmt.Errorf("--rf %d: the cluster Metadata lists %d broker(s); lower --rf", t.RF, c.Nodes))
 	}
 	if c.MinISR > c.Nodes {
 		// The flag's default may exceed a small cluster; the topic's value
