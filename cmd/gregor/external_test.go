@@ -146,6 +146,10 @@ func TestExternalRuntimeCatchesAckBeforeISR(t *testing.T) {
 	if exitCode(err) != checkBadInput || !strings.Contains(fmt.Sprint(err), `--nemesis slow needs a "slow" command`) {
 		t.Fatalf("slow without commands: %v", err)
 	}
+	_, err = execGregor("run", "--runtime", "external", "--bootstrap", bs, "--rf", "4", "--store", store)
+	if exitCode(err) != checkBadInput || !strings.Contains(fmt.Sprint(err), "--rf 4: the cluster Metadata lists 3 broker(s)") {
+		t.Fatalf("--rf 4 on 3 brokers: %v", err)
+	}
 	_, err = execGregor("run", "--runtime", "external", "--bootstrap", bs, "--bug", "ack-before-isr", "--store", store)
 	if exitCode(err) != checkBadInput || !strings.Contains(fmt.Sprint(err), "drop --bug") {
 		t.Fatalf("--bug on an external cluster: %v", err)
