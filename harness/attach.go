@@ -68,7 +68,7 @@ func (t *Test) attach(ctx context.Context, a runtime.Attached) error {
 // unclean election (DescribeConfigs on the topic) and the brokers'
 // replica.lag.time.max.ms. It updates rec and says what it read, and what
 // differs from the flags, in notes.
-func readSettings(ctx context.Context, bootstrap []string, topic string, rec *history.Config) (notes []string, err error) {
+func readSettings(ctx context.Context, bootstrap []string, brokers []int32, topic string, rec *history.Config) (notes []string, err error) {
 	adm, closeFn, err := adminClient(bootstrap)
 	if err != nil {
 		return nil, err
@@ -119,10 +119,14 @@ func readSettings(ctx context.Context, bootstrap []string, topic string, rec *hi
 	// How the brokers sync is theirs, not the flag's: unknown here.
 	rec.Fsync = ""
 	// replica.lag.time.max.ms is a static broker config Kafka describes on
-	// the broker resource; a cluster that does not answer it leaves the
-	// record without one (the min-ISR check then runs without that bound).
+	// a broker's own resource (the cluster-wide one holds only dynamic
+	// defaults); a cluster that does not answer it leaves the record
+	// without one (the min-ISR check then runs without that bound).
 	rec.ReplicaLagMax = 0
-	if bcs, err := adm.DescribeBrokerConfigs(ctx); err == nil {
+	if len(brokers) > 0 {
+		brokers = brokers[:1]
+	}
+	if bcs, err := adm.DescribeBrokerConfigs(ctx, brokers...); err == nil {
 		for _, bc := range bcs {
 			if v, ok := value(bc, configLagMax); ok && bc.Err == nil {
 				if ms, err := strconv.ParseInt(v, 10, 64); err == nil {

@@ -218,7 +218,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	}
 	if runtime.IsForeign(t.Runtime) {
 		// The theory reasons with what the cluster runs, not with the flags.
-		notes, err := readSettings(ctx, bootstrap, t.Topic, &record)
+		notes, err := readSettings(ctx, bootstrap, brokers, t.Topic, &record)
 		if err != nil {
 			return rep, fmt.Errorf("setup: %w", err)
 		}
