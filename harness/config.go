@@ -237,7 +237,26 @@ func (c *Config) queueConfig(bootstrap []string) queue.Config {
 	if c.Workload == WorkloadQueue {
 		q.Consumers = c.Consumers
 	}
+	if c.hasLinkFault() {
+		q.ResponseTimeout = max(queue.MinResponseTimeout, min(linkResponseTimeout, c.DeliveryTimeout))
+	}
 	return q
+}
+
+// linkResponseTimeout is the producers' response timeout in a run with
+// client-link faults: below the faults' holds, so a producer whose answer
+// was lost gives up on its connection and retries to the same broker while
+// the fault lasts, the path the faults are there to exercise.
+const linkResponseTimeout = 3 * time.Second
+
+// hasLinkFault: a nemesis of the run acts on the clients' links.
+func (c *Config) hasLinkFault() bool {
+	for _, k := range c.kinds() {
+		if nemesis.IsLinkKind(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // groupConfig is the group workload's config.
@@ -262,8 +281,13 @@ func (c *Config) planOptions() nemesis.PlanOptions {
 	for _, s := range c.Shapes {
 		shapes = append(shapes, nemesis.Shape(s))
 	}
-	return nemesis.PlanOptions{Kinds: c.kinds(), Interval: c.Interval, Hold: c.Hold, Limit: c.TimeLimit, Shapes: shapes}
+	return nemesis.PlanOptions{Kinds: c.kinds(), Interval: c.Interval, Hold: c.Hold, Limit: c.TimeLimit, Shapes: shapes,
+		MinDelayHold: c.DeliveryTimeout + delayBeyondDelivery}
 }
+
+// delayBeyondDelivery is how much longer than the delivery timeout a
+// delay-client holds requests: they arrive after their producer gave up.
+const delayBeyondDelivery = 2 * time.Second
 
 // Record is test.json: the settings the checker's theory and the reports
 // read, in the contract's format (history.Config), for a run on the named

@@ -107,6 +107,10 @@ func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, erro
 		a.Partition = part // the brokers are chosen when it runs (reassign.go)
 		return a, nil
 	}
+	if IsLinkKind(s.Kind) {
+		a.Nodes = targetNodes()[:1] // the clients' links to one broker
+		return a, nil
+	}
 	if s.Kind != Partition {
 		a.Nodes = sorted(targetNodes())
 		return a, nil

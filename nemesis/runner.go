@@ -11,6 +11,7 @@ import (
 	"gregor/history"
 	"gregor/internal/sleep"
 	"gregor/runtime"
+	"gregor/runtime/clientlink"
 )
 
 // Runner applies a schedule to a cluster and writes every fault's start and
@@ -41,6 +42,9 @@ type Runner struct {
 	StopGrace time.Duration
 	// UndoTimeout bounds undoing one fault (a restart); default 60s.
 	UndoTimeout time.Duration
+	// Links is the workload clients' network (runtime/clientlink), which
+	// the client-link faults act on. Needed for those steps.
+	Links *clientlink.Links
 	// PhaseWait bounds a scenario phase that waits for the cluster (an ISR
 	// shrink, an election); default 12s.
 	PhaseWait time.Duration
@@ -84,8 +88,15 @@ type opValue struct {
 	// Phase names a scenario fault's phase (see StrandLeader, KIP101).
 	Phase string `json:"phase,omitempty"`
 	// Processes are the consumers a consumer-restart or consumer-join
-	// started.
+	// started, or the clients a link fault hit.
 	Processes []int `json:"processes,omitempty"`
+	// Broker is the address a link fault acted on; Conns how many of the
+	// clients' connections to it the fault found (a delay-client's end: how
+	// many delivered held bytes); LateBytes what a delay-client delivered
+	// late, at its end.
+	Broker    string `json:"broker,omitempty"`
+	Conns     *int   `json:"conns,omitempty"`
+	LateBytes *int   `json:"late_bytes,omitempty"`
 }
 
 func (r *Runner) write(verb string, v opValue, err error) {
@@ -116,6 +127,10 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	}
 	if st.Kind == Reassign {
 		r.reassign(ctx, st, v)
+		return
+	}
+	if IsLinkKind(st.Kind) {
+		r.link(ctx, st, v)
 		return
 	}
 	if st.Kind == ClientCrash {
@@ -261,7 +276,7 @@ func Describe(ctx context.Context, sched Schedule, t Target, topo Topology) ([]h
 		raw, _ := json.Marshal(v)
 		ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(st.At), Process: history.Nemesis,
 			Type: history.Info, F: string(st.Kind), Raw: raw})
-		if !IsClientKind(st.Kind) {
+		if !instant(st.Kind) {
 			ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(st.At + st.Hold), Process: history.Nemesis,
 				Type: history.Info, F: undoVerb(st.Kind), Raw: raw})
 		}

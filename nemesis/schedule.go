@@ -60,6 +60,10 @@ type PlanOptions struct {
 	Limit time.Duration
 	// Shapes a partition step draws from (nil: every shape).
 	Shapes []Shape
+	// MinDelayHold is the shortest hold of a delay-client step: beyond the
+	// producers' delivery timeout, so that the held requests arrive after
+	// their clients gave up on them.
+	MinDelayHold time.Duration
 }
 
 // Plan draws a schedule from seed. The same seed and options give the same
@@ -79,6 +83,9 @@ func Plan(seed int64, o PlanOptions) (Schedule, error) {
 	t := jitter(o.Interval)
 	for t < o.Limit && len(s) < MaxSteps {
 		st := Step{At: t, Kind: o.Kinds[rng.IntN(len(o.Kinds))], Hold: jitter(o.Hold), Pick: rng.Uint64()}
+		if st.Kind == DelayClient {
+			st.Hold = max(st.Hold, o.MinDelayHold)
+		}
 		if st.Kind == Partition {
 			shapes := o.Shapes
 			if len(shapes) == 0 {
