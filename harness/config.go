@@ -180,6 +180,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	c.Target = string(target)
+	if target == nemesis.TargetCoordinator && c.Workload != WorkloadGroup {
+		return errors.New("--nemesis-target coordinator hits the consumer group's coordinator: add --workload group")
+	}
 	shapes, err := nemesis.ParseShapes(c.Shapes)
 	if err != nil {
 		return err

@@ -298,3 +298,47 @@ func (c *connects) to(id int32) int {
 	defer c.mu.Unlock()
 	return c.n[id]
 }
+
+// --nemesis-target coordinator resolves to the broker FindCoordinator names
+// for the group (as a client's own lookup does), and a fault there moves
+// the group's coordination to another broker.
+func TestCoordinatorTarget(t *testing.T) {
+	e := newEffectEnv(t)
+	e.topo.Group = "coord-g"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.boot...), kgo.DialTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var coord int32
+	e.waitFor("the group's coordinator", 30*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		res := kadm.NewClient(cl).FindGroupCoordinators(ctx, "coord-g")
+		r, ok := res["coord-g"]
+		if !ok || r.Err != nil {
+			return fmt.Errorf("kadm: %v", r.Err)
+		}
+		id, err := e.topo.Coordinator(ctx)
+		if err != nil {
+			return err
+		}
+		if id != r.NodeID {
+			return fmt.Errorf("topology says %d, a client's lookup %d", id, r.NodeID)
+		}
+		coord = id
+		return nil
+	})
+	a, end := e.inject(nemesis.Step{Kind: nemesis.Kill, Hold: time.Minute}, nemesis.TargetCoordinator, 0)
+	defer end()
+	if len(a.Nodes) != 1 || a.Nodes[0] != coord || a.Note != "" {
+		t.Fatalf("coordinator target resolved to %v (%s), want [%d]", a.Nodes, a.Note, coord)
+	}
+	e.waitFor("coordination moves off the killed broker", 30*time.Second, func() error {
+		id, err := e.topo.Coordinator(context.Background())
+		if err != nil || id == coord || id < 0 {
+			return fmt.Errorf("coordinator %d (%v)", id, err)
+		}
+		return nil
+	})
+}

@@ -215,6 +215,11 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	}
 	defer topo.Close()
 	topo.ControllerOnly = voters
+	if t.Workload == WorkloadGroup {
+		g := t.groupConfig()
+		g.Validate() // fills the default group id; t is validated
+		topo.Group = g.Group
+	}
 	runner := &nemesis.Runner{Cluster: c, Topo: topo, History: dir.hist, Epoch: epoch, Target: nemesis.Target(t.Target),
 		Crash: wl.Crash, Clients: clients, Links: links, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
 	pr.ops = wl.Ops

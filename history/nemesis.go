@@ -50,6 +50,10 @@ const (
 	TargetMinority   = "minority"
 	TargetMajority   = "majority"
 	TargetAll        = "all"
+	// TargetCoordinator is the group coordinator of the run's consumer
+	// group (FindCoordinator key type 0), or the transaction coordinator of
+	// its transactional id (key type 1) where there is no group.
+	TargetCoordinator = "coordinator"
 )
 
 // Verbs that end a fault: a kill, stop or power loss ends with the broker's

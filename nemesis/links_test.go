@@ -77,3 +77,28 @@ func TestDelayClientHold(t *testing.T) {
 		t.Fatalf("%d described ops for %v, want %d (client-reset has no end)", len(ops), kinds, want)
 	}
 }
+
+type coordTopo struct {
+	StaticTopology
+	id  int32
+	err error
+}
+
+func (c coordTopo) Coordinator(context.Context) (int32, error) { return c.id, c.err }
+
+// TargetCoordinator hits the coordinator the topology names; without one it
+// falls back to a random broker and says so.
+func TestCoordinatorResolves(t *testing.T) {
+	st := StaticTopology{IDs: []int32{1, 2, 3}, Leaders: []int32{1}}
+	a, err := Resolve(context.Background(), Step{Kind: Kill, Pick: 7}, TargetCoordinator, coordTopo{st, 3, nil})
+	if err != nil || !slices.Equal(a.Nodes, []int32{3}) || a.Note != "" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	a, err = Resolve(context.Background(), Step{Kind: Kill, Pick: 7}, TargetCoordinator, coordTopo{st, -1, context.DeadlineExceeded})
+	if err != nil || len(a.Nodes) != 1 || a.Note == "" {
+		t.Fatalf("no coordinator: %+v %v", a, err)
+	}
+	if _, err := ParseTarget("coordinator"); err != nil {
+		t.Fatal(err)
+	}
+}
