@@ -61,6 +61,8 @@ type Config struct {
 	Target         string
 	Shapes         []string
 	Interval, Hold time.Duration
+	// Compose lets faults of different kinds overlap (nemesis.PlanOptions).
+	Compose bool
 	// SlowDelay and SlowLoss are the slow nemesis's delay and loss percent.
 	SlowDelay time.Duration
 	SlowLoss  float64
@@ -285,7 +287,7 @@ func (c *Config) planOptions() nemesis.PlanOptions {
 		shapes = append(shapes, nemesis.Shape(s))
 	}
 	return nemesis.PlanOptions{Kinds: c.kinds(), Interval: c.Interval, Hold: c.Hold, Limit: c.TimeLimit, Shapes: shapes,
-		MinDelayHold: c.DeliveryTimeout + delayBeyondDelivery}
+		MinDelayHold: c.DeliveryTimeout + delayBeyondDelivery, Compose: c.Compose}
 }
 
 // delayBeyondDelivery is how much longer than the delivery timeout a
@@ -298,7 +300,7 @@ const delayBeyondDelivery = 2 * time.Second
 func (c *Config) Record(runtimeName string) history.Config {
 	r := history.Config{Acks: c.Acks, MinISR: c.Cluster.MinISR, RF: c.RF, Partitions: c.Partitions,
 		Unclean: c.Cluster.Unclean, Idempotence: c.Idempotence, Fsync: c.Cluster.Fsync, LazyFS: c.Cluster.LazyFS,
-		Nemeses: c.Nemeses, NemesisTarget: c.Target, PartitionShapes: c.Shapes, Seed: c.Seed,
+		Nemeses: c.Nemeses, NemesisTarget: c.Target, PartitionShapes: c.Shapes, Compose: c.Compose, Seed: c.Seed,
 		LinkDelay: history.Duration(c.LinkDelay), ReplicaLagMax: history.Duration(c.Cluster.ReplicaLagMax),
 		TimeLimit: history.Duration(c.TimeLimit), Nodes: c.Cluster.Nodes, Runtime: runtimeName,
 		Workload: c.Workload, PlantedBugs: c.Cluster.Bugs}

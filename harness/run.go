@@ -221,7 +221,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		topo.Group = g.Group
 	}
 	runner := &nemesis.Runner{Cluster: c, Topo: topo, History: dir.hist, Epoch: epoch, Target: nemesis.Target(t.Target),
-		Crash: wl.Crash, Clients: clients, Links: links, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
+		Crash: wl.Crash, Clients: clients, Links: links, SessionTimeout: t.Cluster.SessionTimeout, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
 	pr.ops = wl.Ops
 	pr.faults = func() (int, int) { return runner.Done(), runner.Active() }
 	stopProgress := make(chan struct{})

@@ -39,6 +39,12 @@ const (
 	NemesisClientReset   = "client-reset"
 	NemesisLoseResponses = "lose-responses"
 	NemesisDelayClient   = "delay-client"
+	// NemesisRestartStorm kills and restarts a broker (the target, drawn
+	// again each round) many times within one step, each time back before
+	// its session times out, waiting for a full ISR between rounds; on a
+	// lazyfs cluster every kill is a power cut: the restart races after
+	// power loss, hit many times per run.
+	NemesisRestartStorm = "restart-storm"
 )
 
 // Nemesis targets, as --nemesis-target and test.json's "nemesis_target"
@@ -119,6 +125,7 @@ var NemesisKinds = []struct {
 	{NemesisClientReset, LinkFault},
 	{NemesisLoseResponses, LinkFault},
 	{NemesisDelayClient, LinkFault},
+	{NemesisRestartStorm, TakesLeaderAway | PowerCut},
 }
 
 // NemesisClasses are kind's classes; an unknown kind has none.

@@ -42,6 +42,9 @@ type Runner struct {
 	StopGrace time.Duration
 	// UndoTimeout bounds undoing one fault (a restart); default 60s.
 	UndoTimeout time.Duration
+	// SessionTimeout is the brokers' session timeout, which a
+	// restart-storm's downtimes stay below; 0: 3 s.
+	SessionTimeout time.Duration
 	// Links is the workload clients' network (runtime/clientlink), which
 	// the client-link faults act on. Needed for those steps.
 	Links *clientlink.Links
@@ -53,7 +56,8 @@ type Runner struct {
 	done   atomic.Int32
 }
 
-// Active is the number of faults in force now (0 or 1: steps do not overlap).
+// Active is the number of faults in force now (at most 1 for a serial
+// schedule).
 func (r *Runner) Active() int { return int(r.active.Load()) }
 
 // Done is the number of faults started so far.
@@ -65,6 +69,10 @@ func (r *Runner) Done() int { return int(r.done.Load()) }
 func (r *Runner) Run(ctx context.Context, sched Schedule) error {
 	if err := sched.Check(); err != nil {
 		return err // overlapping faults would undo each other's effects
+	}
+	if !sched.Serial() {
+		r.runOverlapping(ctx, sched)
+		return nil
 	}
 	base := time.Now()
 	for i, st := range sched {
@@ -85,8 +93,11 @@ type opValue struct {
 	Hold   string `json:"hold,omitempty"`
 	// Process is the client a client-crash tore down.
 	Process *int `json:"process,omitempty"`
-	// Phase names a scenario fault's phase (see StrandLeader, KIP101).
+	// Phase names a scenario fault's phase (see StrandLeader, KIP101), or
+	// a restart-storm round's; Round numbers the round (at the storm's
+	// end: how many there were).
 	Phase string `json:"phase,omitempty"`
+	Round *int   `json:"round,omitempty"`
 	// Processes are the consumers a consumer-restart or consumer-join
 	// started, or the clients a link fault hit.
 	Processes []int `json:"processes,omitempty"`
@@ -131,6 +142,10 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	}
 	if IsLinkKind(st.Kind) {
 		r.link(ctx, st, v)
+		return
+	}
+	if st.Kind == RestartStorm {
+		r.storm(ctx, st, v)
 		return
 	}
 	if st.Kind == ClientCrash {

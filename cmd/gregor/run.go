@@ -42,6 +42,7 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.StringSliceVar(&cfg.Nemeses, "nemesis", def.Nemeses, "faults, comma-separated: "+kindList()+" (none: no faults)")
 	fl.DurationVar(&cfg.Interval, "nemesis-interval", def.Interval, "mean quiet time between faults")
 	fl.DurationVar(&cfg.Hold, "nemesis-duration", def.Hold, "mean duration of a fault")
+	fl.BoolVar(&cfg.Compose, "compose", def.Compose, "let faults of different kinds overlap (each kind its own timeline; partition and slow share one)")
 	fl.StringVar(&cfg.Target, "nemesis-target", def.Target, "random | leader | controller | minority | majority | all | coordinator (the consumer group's)")
 	fl.StringSliceVar(&cfg.Shapes, "partition-shapes", def.Shapes, "partition shapes to draw from (default all): isolate-one, isolate-leader, halves, majorities-ring, bridge")
 	fl.DurationVar(&cfg.SlowDelay, "slow-delay", def.SlowDelay, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
@@ -92,7 +93,11 @@ Client-link faults act on the clients' connections to one broker (the
 target), which stays up: client-reset (closes them), lose-responses (its
 answers are lost: requests are applied and retried to the same leader),
 delay-client (requests held past the delivery timeout, delivered late after
-the client retried on a new connection).
+the client retried on a new connection). restart-storm kills and restarts
+the target many times in one fault, each back within the session timeout
+and with a full ISR between rounds (on --lazyfs each kill is a power cut).
+--compose lets faults of different kinds overlap (a kill during a
+partition): each kind draws its own timeline, partition and slow share one.
 
 --workload group: the producers, and --consumers franz-go consumers in one
 group that process each record (--processing-time, --failure-rate,
