@@ -342,3 +342,35 @@ func TestCoordinatorTarget(t *testing.T) {
 		return nil
 	})
 }
+
+// A restart storm kills and restarts the partition's leader in several
+// rounds within one step, each restart without error, and leaves a healthy
+// topic with a full ISR.
+func TestRestartStormEffect(t *testing.T) {
+	l := newLinkEnv(t)
+	r := &nemesis.Runner{Cluster: l.c, Topo: l.topo, History: l.hist, Epoch: time.Now(), Target: nemesis.TargetLeader,
+		SessionTimeout: DefaultConfig().Cluster.SessionTimeout, PhaseWait: 20 * time.Second}
+	r.Run(context.Background(), nemesis.Schedule{{Kind: nemesis.RestartStorm, Hold: 4 * time.Second, Pick: 5}})
+	ops := l.buf.nemesisOps(t, l.hist)
+	kills, starts := 0, 0
+	for _, op := range ops {
+		if e, _ := op["error"].(string); e != "" {
+			t.Fatalf("storm op failed: %v", op)
+		}
+		switch op["phase"] {
+		case "kill":
+			kills++
+		case "start":
+			starts++
+		}
+	}
+	last := ops[len(ops)-1]
+	if kills < 2 || kills != starts || last["f"] != history.EndVerb(history.NemesisRestartStorm) || last["round"] != float64(kills) {
+		t.Fatalf("storm: %d kills, %d starts, end %v", kills, starts, last)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := WaitHealthy(ctx, l.boot, l.topic); err != nil {
+		t.Fatalf("after the storm: %v", err)
+	}
+}
