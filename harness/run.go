@@ -12,6 +12,7 @@ import (
 	"gregor/internal/sleep"
 	"gregor/nemesis"
 	"gregor/runtime"
+	"gregor/runtime/clientlink"
 )
 
 // Test is one `gregor run`: its settings (Config) and what runs them.
@@ -203,7 +204,8 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	}
 	defer mds.Stop()
 
-	wl, clients, err := t.newWorkload(bootstrap, dir.hist, epoch)
+	links := clientlink.New()
+	wl, clients, err := t.newWorkload(bootstrap, links, dir.hist, epoch)
 	if err != nil {
 		return rep, err
 	}
@@ -213,8 +215,13 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	}
 	defer topo.Close()
 	topo.ControllerOnly = voters
+	if t.Workload == WorkloadGroup {
+		g := t.groupConfig()
+		g.Validate() // fills the default group id; t is validated
+		topo.Group = g.Group
+	}
 	runner := &nemesis.Runner{Cluster: c, Topo: topo, History: dir.hist, Epoch: epoch, Target: nemesis.Target(t.Target),
-		Crash: wl.Crash, Clients: clients, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
+		Crash: wl.Crash, Clients: clients, Links: links, SessionTimeout: t.Cluster.SessionTimeout, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
 	pr.ops = wl.Ops
 	pr.faults = func() (int, int) { return runner.Done(), runner.Active() }
 	stopProgress := make(chan struct{})
@@ -246,6 +253,11 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	hctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	if err := nemesis.HealAll(hctx, c, dir.hist, epoch); err != nil {
 		rep.Notes = append(rep.Notes, "heal: "+err.Error())
+	}
+	// Client links too: answers flow again, held requests go out now.
+	links.Heal()
+	if err := links.Wait(hctx); err != nil {
+		rep.Notes = append(rep.Notes, "heal: late deliveries of held requests still pending: "+err.Error())
 	}
 	cancel()
 
