@@ -120,7 +120,9 @@ func Shrink(ctx context.Context, dir history.RunDir, o ShrinkOptions) (*ShrinkRe
 			return false, storeErr(path, err)
 		}
 		cfg := base
-		cfg.Store, cfg.Name, cfg.Schedule, cfg.TimeLimit = work, test+"-shrunk", path, limit(cand)
+		// Each replay its own name, so its cluster's too (a runtime may
+		// keep a cluster's directory by name).
+		cfg.Store, cfg.Name, cfg.Schedule, cfg.TimeLimit = work, fmt.Sprintf("%s-shrunk-r%d", test, n), path, limit(cand)
 		var lastErr error
 		for range o.Tries {
 			// Bounded: boot, the phases' own bounds, the check, teardown.
