@@ -107,7 +107,10 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		return rep, err
 	}
 	if err := writeSettings(dir.path, &t.Config, t.Runtime.Name()); err != nil {
-		return rep, storeErr(dir.path.Settings(), err)
+		if _, ok := errors.AsType[*StoreError](err); ok {
+			return rep, err
+		}
+		rep.Notes = append(rep.Notes, "run.json: "+err.Error()+" (gregor shrink cannot replay this run)")
 	}
 	var histErr error
 	histClosed := false

@@ -50,6 +50,8 @@ type ShrinkReport struct {
 	Original, Shrunk history.RunDir
 	Seed             int64
 	Links            history.ShrinkLinks
+	// Before and After are the schedules (After: nil when none failed).
+	Before, After nemesis.Schedule
 }
 
 // ErrNothingToShrink is a run that did not fail.
@@ -96,7 +98,7 @@ func Shrink(ctx context.Context, dir history.RunDir, o ShrinkOptions) (*ShrinkRe
 	test := filepath.Base(filepath.Dir(string(dir)))
 	store := filepath.Dir(filepath.Dir(string(dir)))
 	limit := func(s nemesis.Schedule) time.Duration { return min(base.TimeLimit, s.Size().End+o.Tail) }
-	rep := &ShrinkReport{Original: dir, Seed: base.Seed, Links: history.ShrinkLinks{Anomalies: anomalies,
+	rep := &ShrinkReport{Original: dir, Seed: base.Seed, Before: orig, Links: history.ShrinkLinks{Anomalies: anomalies,
 		Before: scheduleSize(orig, base.TimeLimit)}}
 
 	work, err := os.MkdirTemp(store, ".shrink-")
@@ -162,6 +164,7 @@ func Shrink(ctx context.Context, dir history.RunDir, o ShrinkOptions) (*ShrinkRe
 		return rep, nil
 	}
 	best := failing[fmt.Sprint(found.Schedule)]
+	rep.After = found.Schedule
 	rep.Links.After = scheduleSize(found.Schedule, limit(found.Schedule))
 	return rep, rep.store(best.dir, best.faults, store, test+"-shrunk")
 }

@@ -68,6 +68,8 @@ type StepRecord struct {
 	// was targeted; absent until resolved.
 	Resolved  []int32 `json:"resolved,omitempty"`
 	Partition *int32  `json:"partition,omitempty"`
+	// Groups are a resolved network partition's sides.
+	Groups [][]int32 `json:"groups,omitempty"`
 }
 
 // RecordSchedule turns s into schedule.json's records. target is the run's
@@ -201,6 +203,7 @@ func (f *ScheduleFile) Resolve(ops []history.Op) {
 		if r.Resolved == nil {
 			r.Resolved = []int32{}
 		}
+		r.Groups = v.Groups
 		if v.Partition >= 0 {
 			p := v.Partition
 			r.Partition = &p
@@ -224,6 +227,19 @@ func (s Schedule) Size() Size {
 		z.End = max(z.End, st.At+st.Hold)
 	}
 	return z
+}
+
+// Steps describes s's steps, one a line: start, kind (and shape), hold.
+func (s Schedule) Steps() []string {
+	var out []string
+	for _, st := range s {
+		k := string(st.Kind)
+		if st.Shape != "" {
+			k += " " + string(st.Shape)
+		}
+		out = append(out, fmt.Sprintf("at %6.2f s  %-28s for %.2f s", st.At.Seconds(), k, st.Hold.Seconds()))
+	}
+	return out
 }
 
 func (z Size) String() string {

@@ -115,7 +115,7 @@ func (sh *shrinker) test(ctx context.Context, c Schedule) bool {
 		case fails:
 			verdict = "still fails"
 		}
-		sh.o.Log(fmt.Sprintf("replay %d: %s: %s", sh.res.Replays, c.Size(), verdict))
+		sh.o.Log(fmt.Sprintf("replay %d: %s (%s): %s", sh.res.Replays, c.Size(), kinds(c), verdict))
 	}
 	if fails && smaller(c, sh.res) {
 		sh.res.Schedule, sh.res.Found = slices.Clone(c), true
@@ -232,4 +232,13 @@ func (sh *shrinker) shorten(ctx context.Context, c Schedule) Schedule {
 		}
 	}
 	return c
+}
+
+// kinds lists c's step kinds in order.
+func kinds(c Schedule) string {
+	var ks []string
+	for _, st := range c {
+		ks = append(ks, string(st.Kind))
+	}
+	return strings.Join(ks, ", ")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"gregor/harness"
 	"gregor/history"
+	"gregor/nemesis"
 )
 
 func init() { subcommands = append(subcommands, shrinkCmd) }
@@ -103,6 +105,7 @@ Exit status:
 			l := rep.Links
 			fmt.Fprintf(out, "anomalies:  %v (seed %d)\n", l.Anomalies, rep.Seed)
 			fmt.Fprintf(out, "original:   %s\n            %s\n", rep.Original, sizeLine(l.Before))
+			steps(out, rep.Before)
 			budget := ""
 			if l.Exhausted {
 				budget = ", the budget ended the search"
@@ -112,6 +115,7 @@ Exit status:
 				return &exitError{shrinkNotFound, fmt.Errorf("shrink: no smaller schedule showed %v in %d replays (try --tries 2 or a larger --max-replays)", l.Anomalies, l.Replays)}
 			}
 			fmt.Fprintf(out, "shrunk:     %s\n            %s\n", rep.Shrunk, sizeLine(l.After))
+			steps(out, rep.After)
 			fmt.Fprintf(out, "report:     %s\n", filepath.Join(string(rep.Shrunk), history.ReportFile))
 			return nil
 		},
@@ -125,6 +129,12 @@ Exit status:
 	fl.DurationVar(&o.CheckTimeout, "key-timeout", 30*time.Second, "porcupine time budget per key in each replay's check")
 	fl.StringVar(&runtimeName, "runtime", "", "docker | process | auto (default: the run's runtime)")
 	return cmd
+}
+
+func steps(w io.Writer, s nemesis.Schedule) {
+	for _, l := range s.Steps() {
+		fmt.Fprintf(w, "              %s\n", l)
+	}
 }
 
 func sizeLine(z history.ScheduleSize) string {
