@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -97,9 +98,25 @@ func Shrink(ctx context.Context, dir history.RunDir, o ShrinkOptions) (*ShrinkRe
 	base := settings.Config
 	test := filepath.Base(filepath.Dir(string(dir)))
 	store := filepath.Dir(filepath.Dir(string(dir)))
-	limit := func(s nemesis.Schedule) time.Duration { return min(base.TimeLimit, s.Size().End+o.Tail) }
 	rep := &ShrinkReport{Original: dir, Seed: base.Seed, Before: orig, Links: history.ShrinkLinks{Anomalies: anomalies,
 		Before: scheduleSize(orig, base.TimeLimit)}}
+	ops, _, _, err := history.ReadFile(dir.History())
+	if err != nil {
+		return nil, err
+	}
+	rep.Links.Before.InForce = history.Duration(history.FaultsInForce(ops))
+	// A replay's fault phase ends Tail after its last fault ends, as long
+	// as that fault took in the original: a scenario's story outlasts its
+	// hold (it waits for the cluster), and a phase cut short would cut the
+	// story, not test it.
+	over := overruns(orig, ops)
+	limit := func(s nemesis.Schedule) time.Duration {
+		var end time.Duration
+		for _, st := range s {
+			end = max(end, st.At+st.Hold+over[st.Pick])
+		}
+		return min(base.TimeLimit, end+o.Tail)
+	}
 
 	work, err := os.MkdirTemp(store, ".shrink-")
 	if err != nil {
@@ -199,6 +216,9 @@ func (rep *ShrinkReport) store(src, faults, store, test string) error {
 		}
 		return filepath.ToSlash(r)
 	}
+	if ops, _, _, err := history.ReadFile(dst.History()); err == nil {
+		rep.Links.After.InForce = history.Duration(history.FaultsInForce(ops))
+	}
 	to, from := rep.Links, rep.Links
 	to.ShrunkTo, from.ShrunkFrom = rel(rep.Original, dst), rel(dst, rep.Original)
 	if err := history.WriteShrinkLinks(rep.Original, &to); err != nil {
@@ -270,4 +290,32 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// overruns are, by step pick, how much longer than its hold each step of
+// sched took in the run whose history is ops: from its first nemesis
+// operation to its end.
+func overruns(sched nemesis.Schedule, ops []history.Op) map[uint64]time.Duration {
+	start := map[int]int64{}
+	out := map[uint64]time.Duration{}
+	for _, op := range ops {
+		if op.Process != history.Nemesis {
+			continue
+		}
+		var v struct {
+			Step *int `json:"step"`
+		}
+		if json.Unmarshal(op.Raw, &v) != nil || v.Step == nil || *v.Step < 0 || *v.Step >= len(sched) {
+			continue
+		}
+		i := *v.Step
+		if _, ok := start[i]; !ok {
+			start[i] = op.Time
+		}
+		if history.IsEndVerb(op.F) {
+			st := sched[i]
+			out[st.Pick] = max(0, time.Duration(op.Time-start[i])-st.Hold)
+		}
+	}
+	return out
 }

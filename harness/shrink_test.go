@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +145,25 @@ func TestShrinkRefusesWhatItCannotShrink(t *testing.T) {
 	o.Anomalies = []string{checker.Duplicate}
 	if _, err := Shrink(context.Background(), dir, o); err == nil || !strings.Contains(err.Error(), "choose from them") {
 		t.Fatalf("an anomaly the run did not show: got %v", err)
+	}
+}
+
+// A step's overrun is the time it took beyond its hold, from its first
+// nemesis operation to its end: a scenario's story, a restart.
+func TestShrinkOverruns(t *testing.T) {
+	s := int64(time.Second)
+	sched := nemesis.Schedule{{At: time.Second, Kind: nemesis.StrandLeader, Hold: 3 * time.Second, Pick: 7},
+		{At: 20 * time.Second, Kind: nemesis.Kill, Hold: 2 * time.Second, Pick: 9}}
+	op := func(at int64, f string, step int) history.Op {
+		return history.Op{Time: at, Process: history.Nemesis, F: f, Raw: []byte(`{"step":` + strconv.Itoa(step) + `}`)}
+	}
+	ops := []history.Op{
+		op(1*s, "strand-leader", 0), op(5*s, "strand-leader", 0), op(11*s, "end-strand-leader", 0),
+		op(20*s, "kill", 1), op(22*s+s/2, "start", 1),
+		{Time: 30 * s, Process: history.Nemesis, F: history.VerbHealAll, Raw: []byte(`{"nodes":[]}`)},
+	}
+	got := overruns(sched, ops)
+	if got[7] != 7*time.Second || got[9] != 500*time.Millisecond || len(got) != 2 {
+		t.Fatalf("overruns %v, want 7s for the story, 500ms for the restart", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 )
 
 // ShrinkLinks is shrink.json (RunDir.Shrink): what `gregor shrink` found
@@ -36,6 +37,9 @@ type ScheduleSize struct {
 	FaultTime Duration `json:"fault_time"`
 	End       Duration `json:"end"`
 	TimeLimit Duration `json:"time_limit"`
+	// InForce is how long faults were in force in the run, from its
+	// history (a scenario's story lasts longer than its hold).
+	InForce Duration `json:"in_force"`
 }
 
 // ReadShrinkLinks reads a run directory's shrink.json; nil, nil when it has
@@ -62,4 +66,29 @@ func WriteShrinkLinks(dir RunDir, l *ShrinkLinks) error {
 		return err
 	}
 	return os.WriteFile(dir.Shrink(), append(b, '\n'), 0o644)
+}
+
+// FaultsInForce is how long a history's faults were in force: from a
+// nemesis operation starting a fault while none was, to the next one
+// ending a fault (as the reports' fault bands), or to the history's end.
+func FaultsInForce(ops []Op) time.Duration {
+	var total, end int64
+	start := int64(-1)
+	for _, op := range ops {
+		end = max(end, op.Time)
+		if op.Process != Nemesis {
+			continue
+		}
+		switch {
+		case IsEndVerb(op.F) && start >= 0:
+			total += op.Time - start
+			start = -1
+		case !IsEndVerb(op.F) && start < 0 && op.Error == "":
+			start = op.Time
+		}
+	}
+	if start >= 0 {
+		total += end - start
+	}
+	return time.Duration(total)
 }

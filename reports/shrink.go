@@ -36,6 +36,6 @@ func shrinkSection(l *history.ShrinkLinks) *shrinkView {
 }
 
 func sizeText(z history.ScheduleSize) string {
-	return fmt.Sprintf("%d faults, %.1f s of faults, the last ending at %.1f s, in a %.1f s fault phase", z.Faults,
-		time.Duration(z.FaultTime).Seconds(), time.Duration(z.End).Seconds(), time.Duration(z.TimeLimit).Seconds())
+	return fmt.Sprintf("%d faults, %.1f s of faults (%.1f s in force), the last ending at %.1f s, in a %.1f s fault phase", z.Faults,
+		time.Duration(z.FaultTime).Seconds(), time.Duration(z.InForce).Seconds(), time.Duration(z.End).Seconds(), time.Duration(z.TimeLimit).Seconds())
 }

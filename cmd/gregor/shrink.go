@@ -138,6 +138,6 @@ func steps(w io.Writer, s nemesis.Schedule) {
 }
 
 func sizeLine(z history.ScheduleSize) string {
-	return fmt.Sprintf("%d faults, %.1f s of faults, the last ending at %.1f s; %.1f s fault phase",
-		z.Faults, time.Duration(z.FaultTime).Seconds(), time.Duration(z.End).Seconds(), time.Duration(z.TimeLimit).Seconds())
+	return fmt.Sprintf("%d faults, %.1f s of holds (%.1f s in force), the last ending at %.1f s; %.1f s fault phase",
+		z.Faults, time.Duration(z.FaultTime).Seconds(), time.Duration(z.InForce).Seconds(), time.Duration(z.End).Seconds(), time.Duration(z.TimeLimit).Seconds())
 }
