@@ -140,8 +140,9 @@ func Shrink(ctx context.Context, dir history.RunDir, o ShrinkOptions) (*ShrinkRe
 		}
 		cfg := base
 		// Each replay its own name, so its cluster's too (a runtime may
-		// keep a cluster's directory by name).
-		cfg.Store, cfg.Name, cfg.Schedule, cfg.TimeLimit = work, fmt.Sprintf("%s-shrunk-r%d", test, n), path, limit(cand)
+		// keep a cluster's directory by name); short, as cluster names
+		// must be. The one kept is moved to <test>-shrunk.
+		cfg.Store, cfg.Name, cfg.Schedule, cfg.TimeLimit = work, fmt.Sprintf("shrink-r%d", n), path, limit(cand)
 		var lastErr error
 		for range o.Tries {
 			// Bounded: boot, the phases' own bounds, the check, teardown.

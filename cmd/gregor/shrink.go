@@ -37,7 +37,8 @@ RUN_DIR is a run directory, or a test directory (its latest run).
 
 Every replay is a full gregor run with the original's settings (run.json) and
 seed, and the candidate schedule (--schedule); its fault phase ends --tail
-after its last fault. The search is delta debugging: ddmin removes halves,
+after its last fault ends (a step counted as long as it took in the original:
+scenarios outlast their hold). The search is delta debugging: ddmin removes halves,
 then smaller and smaller chunks of the steps, and their complements, down to
 a schedule from which no one step can be removed; then each step's hold and
 the quiet time before it are halved while the run still fails. A replay still
