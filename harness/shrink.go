@@ -22,7 +22,8 @@ import (
 type ShrinkOptions struct {
 	Runtime runtime.Runtime
 	Binary  string
-	// MaxReplays bounds the runs (every try counts); Budget bounds the
+	// MaxReplays bounds the candidate schedules replayed (each run up to
+	// Tries times: at most MaxReplays*Tries runs); Budget bounds the
 	// wall-clock time of the search (a replay running when it ends is
 	// stopped, and proves nothing).
 	MaxReplays int
@@ -54,6 +55,10 @@ type ShrinkReport struct {
 	// Before and After are the schedules (After: nil when none failed).
 	Before, After nemesis.Schedule
 }
+
+// replay runs one candidate; a test replaces it to shrink without a
+// cluster.
+var replay = Run
 
 // ErrNothingToShrink is a run that did not fail.
 var ErrNothingToShrink = errors.New("nothing to shrink")
@@ -124,11 +129,11 @@ func Shrink(ctx context.Context, dir history.RunDir, o ShrinkOptions) (*ShrinkRe
 	}
 	defer os.RemoveAll(work)
 	brokers, voters := base.nodeIDs()
-	type replay struct {
+	type kept struct {
 		dir    string
 		faults string
 	}
-	failing := map[string]replay{} // candidate -> its failing run
+	failing := map[string]kept{} // candidate -> its failing run
 	n := 0
 	oracle := func(ctx context.Context, cand nemesis.Schedule) (bool, error) {
 		n++
@@ -148,10 +153,10 @@ func Shrink(ctx context.Context, dir history.RunDir, o ShrinkOptions) (*ShrinkRe
 			// Bounded: boot, the phases' own bounds, the check, teardown.
 			bound := cfg.WarmUp + cfg.TimeLimit + cfg.RecoveryTimeout + cfg.FinalReadTimeout + 4*time.Minute
 			rctx, cancel := context.WithTimeout(ctx, bound)
-			r, err := Run(rctx, Test{Config: cfg, Runtime: o.Runtime, Binary: o.Binary, CheckTimeout: o.CheckTimeout})
+			r, err := replay(rctx, Test{Config: cfg, Runtime: o.Runtime, Binary: o.Binary, CheckTimeout: o.CheckTimeout})
 			cancel()
 			if err == nil && r.Checked && showsAny(r.Result, anomalies) {
-				failing[fmt.Sprint(cand)] = replay{r.Dir, r.Faults}
+				failing[fmt.Sprint(cand)] = kept{r.Dir, r.Faults}
 				return true, nil
 			}
 			if r != nil && r.Dir != "" {

@@ -122,7 +122,7 @@ Exit status:
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&o.MaxReplays, "max-replays", o.MaxReplays, "at most this many replays (runs), every try counted")
+	fl.IntVar(&o.MaxReplays, "max-replays", o.MaxReplays, "at most this many candidate schedules replayed (each run up to --tries times)")
 	fl.DurationVar(&o.Budget, "budget", o.Budget, "wall-clock budget of the search; a replay running when it ends is stopped")
 	fl.IntVar(&o.Tries, "tries", o.Tries, "runs of each candidate before it is taken to pass (one failing run counts)")
 	fl.DurationVar(&o.Tail, "tail", o.Tail, "fault phase left after a replay's last fault ends")
