@@ -71,6 +71,9 @@ type Config struct {
 	LinkDelay time.Duration
 	// Seed draws the nemesis schedule and the workload's choices.
 	Seed int64
+	// Schedule is a schedule.json to replay instead of drawing the
+	// schedule from Seed (which still seeds the workload); "" draws.
+	Schedule string
 
 	WarmUp    time.Duration // workload without faults before the first fault
 	TimeLimit time.Duration // the fault phase
@@ -196,6 +199,11 @@ func (c *Config) Validate() error {
 		}
 		if nemesis.GroupOnly(k) && c.Workload != WorkloadGroup {
 			return fmt.Errorf("--nemesis %s acts on a consumer group: add --workload group", k)
+		}
+	}
+	if c.Schedule != "" {
+		if _, _, err := c.schedule(); err != nil {
+			return err
 		}
 	}
 	switch c.Workload {

@@ -41,8 +41,10 @@ type Report struct {
 	// Checked is false when the run stopped before the check (interrupt).
 	Checked bool
 	Result  checker.Result
-	// Schedule is the planned nemesis schedule.
+	// Schedule is the planned nemesis schedule (schedule.json).
 	Schedule nemesis.Schedule
+	// Faults says how the runtime made each fault (the report's line).
+	Faults string
 	// Notes are problems that did not stop the run: a recovery that timed
 	// out, an incomplete final read, a failed log copy.
 	Notes []string
@@ -87,8 +89,9 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	// The schedule is a pure function of the seed and the nemesis options.
-	sched, err := nemesis.Plan(t.Seed, t.planOptions())
+	// The schedule is a pure function of the seed and the nemesis options,
+	// or read from --schedule.
+	sched, schedFile, err := t.schedule()
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +103,16 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		return nil, err
 	}
 	rep.Dir = string(dir.path)
+	// Before anything boots: a crash leaves the schedule and the settings.
+	if err := writeSchedule(dir.path, schedFile); err != nil {
+		return rep, err
+	}
+	if err := writeSettings(dir.path, &t.Config, t.Runtime.Name()); err != nil {
+		if _, ok := errors.AsType[*StoreError](err); ok {
+			return rep, err
+		}
+		rep.Notes = append(rep.Notes, "run.json: "+err.Error()+" (gregor shrink cannot replay this run)")
+	}
 	var histErr error
 	histClosed := false
 	closeHist := func() {
@@ -297,10 +310,15 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 
 	pr.set("check")
 	// The stored run is read back, as a later `gregor check` would see it.
-	_, res, err := CheckRun(dir.path.History(), CheckOptions{Store: true, Faults: c.Capabilities().String(),
+	rep.Faults = c.Capabilities().String()
+	run, res, err := CheckRun(dir.path.History(), CheckOptions{Store: true, Faults: rep.Faults,
 		Checker: checker.Options{KeyTimeout: t.CheckTimeout}})
 	if err != nil {
 		return rep, fmt.Errorf("check: %w", err)
+	}
+	schedFile.Resolve(run.Ops) // the nodes each step hit, for the record
+	if err := writeSchedule(dir.path, schedFile); err != nil {
+		rep.Notes = append(rep.Notes, err.Error())
 	}
 	rep.Checked, rep.Result = true, res
 	pr.set("done")

@@ -49,6 +49,7 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.Float64Var(&cfg.SlowLoss, "slow-loss", def.SlowLoss, "slow nemesis: packet loss percent")
 	fl.DurationVar(&cfg.LinkDelay, "link-delay", def.LinkDelay, "a standing delay on every node's links for the whole test (brokers further apart): widens the window of records a leader has acknowledged and its followers not yet fetched; at most 500ms")
 	fl.Int64Var(&cfg.Seed, "seed", def.Seed, "seed of the nemesis schedule and the workload (default: random, printed)")
+	fl.StringVar(&cfg.Schedule, "schedule", def.Schedule, "replay this schedule.json (a run directory's, or gregor shrink's) instead of drawing faults from --seed, which still seeds the workload; its kinds must be in --nemesis, its target --nemesis-target")
 	fl.StringVar(&cfg.Store, "store", def.Store, "store directory: <store>/<name>/<timestamp>/")
 	fl.StringVar(&cfg.Name, "name", def.Name, "test name (store subdirectory; default: the workload's name)")
 	fl.DurationVar(&cfg.MetadataInterval, "metadata-interval", def.MetadataInterval, "how often the topic's leaders and ISR are sampled into metadata.jsonl (100ms..5s)")
@@ -111,10 +112,15 @@ ControllerID Metadata reports: a live broker, not necessarily the active raft
 leader), minority, majority, all, coordinator (of the --workload group
 consumer group: FindCoordinator). With brokers in combined mode, a majority
 fault loses the controller quorum; add --controllers N for progress.
-The schedule comes from --seed: the same seed replays it.
+The schedule comes from --seed: the same seed replays it. Every run writes it
+to schedule.json before the first fault (each step: start, kind, target rule,
+shape, hold, pick, params; the nodes it hit once resolved); --schedule FILE
+replays one instead (refused, exit 2, when it names kinds, a target or nodes
+this run does not have), and gregor shrink uses it.
 
 Store: <store>/<name>/<timestamp>/ holds history.jsonl and metadata.jsonl
-(written as they happen), test.json, results.json, report.html and
+(written as they happen), schedule.json and run.json (written before the
+faults), test.json, results.json, report.html and
 logs/node-N.log; <store>/<name>/latest points at the newest run. The check
 reads the stored run back as gregor check would (DESIGN.md section 8).
 
