@@ -74,9 +74,16 @@ func reportTitle(dir history.RunDir) string {
 
 // WriteRunReport writes the run's report.html from a run read by
 // history.ReadRun and its checker result.
+// A shrink.json beside the history links the report to the run's shrunk
+// form, or to its original.
 func WriteRunReport(run *history.Run, res *checker.Result, title, faults string) error {
+	links, err := history.ReadShrinkLinks(run.Dir)
+	if err != nil {
+		return err
+	}
 	return writeFileAtomic(run.Dir.Report(), func(w io.Writer) error {
 		return reports.WriteRun(w, reports.RunInput{Title: title, Config: run.Config, Ops: run.Ops, Result: res,
-			HistoryFile: history.HistoryFile, Runtime: faults, Metadata: run.Metadata, MetadataNote: run.MetadataNote})
+			HistoryFile: history.HistoryFile, Runtime: faults, Metadata: run.Metadata, MetadataNote: run.MetadataNote,
+			Shrink: links})
 	})
 }

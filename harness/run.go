@@ -13,6 +13,7 @@ import (
 	"gregor/internal/sleep"
 	"gregor/nemesis"
 	"gregor/runtime"
+	"gregor/runtime/clientlink"
 )
 
 // Test is one `gregor run`: its settings (Config) and what runs them.
@@ -45,8 +46,10 @@ type Report struct {
 	// Checked is false when the run stopped before the check (interrupt).
 	Checked bool
 	Result  checker.Result
-	// Schedule is the planned nemesis schedule.
+	// Schedule is the planned nemesis schedule (schedule.json).
 	Schedule nemesis.Schedule
+	// Faults says how the runtime made each fault (the report's line).
+	Faults string
 	// Notes are problems that did not stop the run: a recovery that timed
 	// out, an incomplete final read, a failed log copy.
 	Notes []string
@@ -105,8 +108,9 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		// run writes a topic of its own.
 		t.Topic = fmt.Sprintf("%s-%s", t.Topic, time.Now().UTC().Format("20060102T150405.000"))
 	}
-	// The schedule is a pure function of the seed and the nemesis options.
-	sched, err := nemesis.Plan(t.Seed, t.planOptions())
+	// The schedule is a pure function of the seed and the nemesis options,
+	// or read from --schedule.
+	sched, schedFile, err := t.schedule()
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +122,16 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		return nil, err
 	}
 	rep.Dir = string(dir.path)
+	// Before anything boots: a crash leaves the schedule and the settings.
+	if err := writeSchedule(dir.path, schedFile); err != nil {
+		return rep, err
+	}
+	if err := writeSettings(dir.path, &t.Config, t.Runtime.Name()); err != nil {
+		if _, ok := errors.AsType[*StoreError](err); ok {
+			return rep, err
+		}
+		rep.Notes = append(rep.Notes, "run.json: "+err.Error()+" (gregor shrink cannot replay this run)")
+	}
 	var histErr error
 	histClosed := false
 	closeHist := func() {
@@ -235,7 +249,8 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	}
 	defer mds.Stop()
 
-	wl, clients, err := t.newWorkload(bootstrap, dir.hist, epoch)
+	links := clientlink.New()
+	wl, clients, err := t.newWorkload(bootstrap, links, dir.hist, epoch)
 	if err != nil {
 		return rep, err
 	}
@@ -245,8 +260,13 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	}
 	defer topo.Close()
 	topo.ControllerOnly = voters
+	if t.Workload == WorkloadGroup {
+		g := t.groupConfig()
+		g.Validate() // fills the default group id; t is validated
+		topo.Group = g.Group
+	}
 	runner := &nemesis.Runner{Cluster: c, Topo: topo, History: dir.hist, Epoch: epoch, Target: nemesis.Target(t.Target),
-		Crash: wl.Crash, Clients: clients, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
+		Crash: wl.Crash, Clients: clients, Links: links, SessionTimeout: t.Cluster.SessionTimeout, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
 	pr.ops = wl.Ops
 	pr.faults = func() (int, int) { return runner.Done(), runner.Active() }
 	stopProgress := make(chan struct{})
@@ -283,6 +303,11 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	hctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	if err := nemesis.HealAll(hctx, c, dir.hist, epoch); err != nil {
 		rep.Notes = append(rep.Notes, "heal: "+err.Error())
+	}
+	// Client links too: answers flow again, held requests go out now.
+	links.Heal()
+	if err := links.Wait(hctx); err != nil {
+		rep.Notes = append(rep.Notes, "heal: late deliveries of held requests still pending: "+err.Error())
 	}
 	cancel()
 
@@ -322,10 +347,15 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 
 	pr.set("check")
 	// The stored run is read back, as a later `gregor check` would see it.
-	_, res, err := CheckRun(dir.path.History(), CheckOptions{Store: true, Faults: c.Capabilities().String(), Warnings: warnings,
+	rep.Faults = c.Capabilities().String()
+	run, res, err := CheckRun(dir.path.History(), CheckOptions{Store: true, Faults: rep.Faults, Warnings: warnings,
 		Checker: checker.Options{KeyTimeout: t.CheckTimeout}})
 	if err != nil {
 		return rep, fmt.Errorf("check: %w", err)
+	}
+	schedFile.Resolve(run.Ops) // the nodes each step hit, for the record
+	if err := writeSchedule(dir.path, schedFile); err != nil {
+		rep.Notes = append(rep.Notes, err.Error())
 	}
 	rep.Checked, rep.Result = true, res
 	pr.set("done")

@@ -32,12 +32,16 @@ func TestNemesisVocabulary(t *testing.T) {
 		NemesisStrandLeader:    TakesLeaderAway,
 		NemesisKIP101:          TakesLeaderAway,
 		NemesisReassign:        TakesLeaderAway,
+		NemesisClientReset:     LinkFault,
+		NemesisLoseResponses:   LinkFault,
+		NemesisDelayClient:     LinkFault,
+		NemesisRestartStorm:    TakesLeaderAway | PowerCut,
 	} {
 		if got := NemesisClasses(kind); got != want {
 			t.Errorf("%s: classes %b, want %b", kind, got, want)
 		}
 	}
-	if len(seen) != 12 || NemesisClasses("explode") != 0 {
+	if len(seen) != 16 || NemesisClasses("explode") != 0 {
 		t.Errorf("%d kinds; an unknown kind has classes %b", len(seen), NemesisClasses("explode"))
 	}
 	if EndVerb(NemesisKill) != VerbStart || EndVerb(NemesisKIP101) != "end-kip101" || !IsEndVerb(VerbHealAll) {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/runtime"
 )
@@ -20,6 +22,38 @@ type KafkaTopology struct {
 	// ControllerOnly are the controller-only voters (nodes after the
 	// brokers); partitions put them with the majority side.
 	ControllerOnly []int32
+	// Group and TxnID are the consumer group and transactional id whose
+	// coordinator TargetCoordinator hits (the group first); "" for none.
+	Group, TxnID string
+}
+
+// Coordinator implements coordinatorTopology: FindCoordinator for Group
+// (key type 0), else for TxnID (key type 1, KIP-98).
+func (k *KafkaTopology) Coordinator(ctx context.Context) (int32, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	switch {
+	case k.Group != "":
+		req.CoordinatorKey, req.CoordinatorType = k.Group, 0
+	case k.TxnID != "":
+		req.CoordinatorKey, req.CoordinatorType = k.TxnID, 1
+	default:
+		return -1, fmt.Errorf("the run has no consumer group and no transactional id")
+	}
+	req.CoordinatorKeys = []string{req.CoordinatorKey} // v4+ (KIP-699)
+	ctx, cancel := context.WithTimeout(ctx, metadataTimeout)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, k.cl)
+	if err != nil {
+		return -1, err
+	}
+	id, code := resp.NodeID, resp.ErrorCode
+	if len(resp.Coordinators) > 0 {
+		id, code = resp.Coordinators[0].NodeID, resp.Coordinators[0].ErrorCode
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		return -1, fmt.Errorf("find coordinator of %q: %w", req.CoordinatorKey, err)
+	}
+	return id, nil
 }
 
 // NewKafkaTopology dials nothing yet; Close releases the client.

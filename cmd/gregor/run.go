@@ -43,12 +43,14 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.StringSliceVar(&cfg.Nemeses, "nemesis", def.Nemeses, "faults, comma-separated: "+kindList()+" (none: no faults)")
 	fl.DurationVar(&cfg.Interval, "nemesis-interval", def.Interval, "mean quiet time between faults")
 	fl.DurationVar(&cfg.Hold, "nemesis-duration", def.Hold, "mean duration of a fault")
-	fl.StringVar(&cfg.Target, "nemesis-target", def.Target, "random | leader | controller | minority | majority | all")
+	fl.BoolVar(&cfg.Compose, "compose", def.Compose, "let faults of different kinds overlap (each kind its own timeline; partition and slow share one)")
+	fl.StringVar(&cfg.Target, "nemesis-target", def.Target, "random | leader | controller | minority | majority | all | coordinator (the consumer group's)")
 	fl.StringSliceVar(&cfg.Shapes, "partition-shapes", def.Shapes, "partition shapes to draw from (default all): isolate-one, isolate-leader, halves, majorities-ring, bridge")
 	fl.DurationVar(&cfg.SlowDelay, "slow-delay", def.SlowDelay, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
 	fl.Float64Var(&cfg.SlowLoss, "slow-loss", def.SlowLoss, "slow nemesis: packet loss percent")
 	fl.DurationVar(&cfg.LinkDelay, "link-delay", def.LinkDelay, "a standing delay on every node's links for the whole test (brokers further apart): widens the window of records a leader has acknowledged and its followers not yet fetched; at most 500ms")
 	fl.Int64Var(&cfg.Seed, "seed", def.Seed, "seed of the nemesis schedule and the workload (default: random, printed)")
+	fl.StringVar(&cfg.Schedule, "schedule", def.Schedule, "replay this schedule.json (a run directory's, or gregor shrink's) instead of drawing faults from --seed, which still seeds the workload; its kinds must be in --nemesis, its target --nemesis-target")
 	fl.StringVar(&cfg.Store, "store", def.Store, "store directory: <store>/<name>/<timestamp>/")
 	fl.StringVar(&cfg.Name, "name", def.Name, "test name (store subdirectory; default: the workload's name)")
 	fl.DurationVar(&cfg.MetadataInterval, "metadata-interval", def.MetadataInterval, "how often the topic's leaders and ISR are sampled into metadata.jsonl (100ms..5s)")
@@ -89,6 +91,15 @@ client-crash (tears down a workload client mid-operation; with --workload
 group a consumer crashes mid-batch and a fresh one joins in its place),
 consumer-restart (rolling restart of the group's consumers), consumer-join
 (one more consumer joins the group); the last two need --workload group.
+Client-link faults act on the clients' connections to one broker (the
+target), which stays up: client-reset (closes them), lose-responses (its
+answers are lost: requests are applied and retried to the same leader),
+delay-client (requests held past the delivery timeout, delivered late after
+the client retried on a new connection). restart-storm kills and restarts
+the target many times in one fault, each back within the session timeout
+and with a full ISR between rounds (on --lazyfs each kill is a power cut).
+--compose lets faults of different kinds overlap (a kill during a
+partition): each kind draws its own timeline, partition and slow share one.
 
 --workload group: the producers, and --consumers franz-go consumers in one
 group that process each record (--processing-time, --failure-rate,
@@ -99,12 +110,18 @@ cooperative-sticky, --static membership, --max-poll-records and
 figures (rebalance pauses, lag) to results.json and the report.
 --nemesis-target: random, leader (of a drawn partition), controller (the
 ControllerID Metadata reports: a live broker, not necessarily the active raft
-leader), minority, majority, all. With brokers in combined mode, a majority
+leader), minority, majority, all, coordinator (of the --workload group
+consumer group: FindCoordinator). With brokers in combined mode, a majority
 fault loses the controller quorum; add --controllers N for progress.
-The schedule comes from --seed: the same seed replays it.
+The schedule comes from --seed: the same seed replays it. Every run writes it
+to schedule.json before the first fault (each step: start, kind, target rule,
+shape, hold, pick, params; the nodes it hit once resolved); --schedule FILE
+replays one instead (refused, exit 2, when it names kinds, a target or nodes
+this run does not have), and gregor shrink uses it.
 
 Store: <store>/<name>/<timestamp>/ holds history.jsonl and metadata.jsonl
-(written as they happen), test.json, results.json, report.html and
+(written as they happen), schedule.json and run.json (written before the
+faults), test.json, results.json, report.html and
 logs/node-N.log; <store>/<name>/latest points at the newest run. The check
 reads the stored run back as gregor check would (DESIGN.md section 8).
 

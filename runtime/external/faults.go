@@ -200,7 +200,8 @@ func (f *FaultFile) CheckNodes(brokers []int32) error {
 
 // kindVerbs are the commands each nemesis kind needs on every node it may
 // hit. Kinds missing here act on clients or through the Kafka protocol
-// (client-crash, consumer-restart, consumer-join, reassign) and need none.
+// (client-crash, consumer-restart, consumer-join, reassign, and the client
+// link faults, which the harness makes on every runtime) and need none.
 var kindVerbs = map[string][]Verb{
 	history.NemesisKill:         {VerbKill, VerbStart},
 	history.NemesisStop:         {VerbStop, VerbStart},
@@ -209,6 +210,7 @@ var kindVerbs = map[string][]Verb{
 	history.NemesisSlow:         {VerbSlow, VerbUnslow},
 	history.NemesisStrandLeader: {VerbIsolate, VerbHeal, VerbKill, VerbStart},
 	history.NemesisKIP101:       {VerbSlow, VerbIsolate, VerbHeal, VerbKill, VerbStart},
+	history.NemesisRestartStorm: {VerbKill, VerbStart},
 	// A power loss is a kill on a lazyfs cluster, which only gregor's own
 	// brokers model.
 	history.NemesisPowerLoss: nil,
