@@ -117,8 +117,10 @@ func ReadResults(paths ...string) ([]Cell, error) {
 type Validation struct {
 	Rows []ValidationRow
 	// Choices are the harness settings that raise detection, with reasons.
-	Choices            []string
-	SafeRuns, Alarms   int
+	Choices          []string
+	SafeRuns, Alarms int
+	// AlarmRate is Alarms of SafeRuns with its 95% Wilson interval.
+	AlarmRate          string
 	Pass               bool
 	TargetRate, Target string // the targets, in words
 }
@@ -127,12 +129,15 @@ type Validation struct {
 // nemesis.
 type ValidationRow struct {
 	Name, Nemesis string
-	Result        string // "9/10 (90%)" or "0/2 false alarms"
-	Median        string // median time from the first fault to the first forbidden anomaly
-	Anomalies     string
-	Why           string
-	Pass          bool
-	Reports       []string
+	Result        string // the rate with its 95% Wilson interval: "detected 9/10 = 90% (95% CI 60%-98%)"
+	// Runs is the sample size; Crashed and Unknown of them neither
+	// detected nor passed (they fail the row's target).
+	Runs, Crashed, Unknown int
+	Median                 string // median time from the first fault to the first forbidden anomaly
+	Anomalies              string
+	Why                    string
+	Pass                   bool
+	Reports                []string
 }
 
 // A matrix directory (gregor matrix --out, gregor validate --out, gregor

@@ -109,11 +109,11 @@ func TestShardsMergeToUnsharded(t *testing.T) {
 // per bug and per safe nemesis, the verdict, the choices, and escapes text.
 func TestValidationSectionInBrowser(t *testing.T) {
 	dir := t.TempDir()
-	val := &Validation{Pass: false, SafeRuns: 20, Alarms: 0, TargetRate: "90%", Target: "0 false alarms",
+	val := &Validation{Pass: false, SafeRuns: 20, Alarms: 0, AlarmRate: "0/20 = 0% (95% CI 0%-16%)", TargetRate: "90%", Target: "0 false alarms",
 		Choices: []string{"--concurrency 16 <i>why</i>"},
 		Rows: []ValidationRow{
 			{Name: "ack-before-isr", Nemesis: "isolate-leader", Result: "detected 10/10 (100%)", Median: "3.2s", Pass: true, Reports: []string{"runs/a/report.html"}},
-			{Name: "truncate-to-hw", Nemesis: "kip101", Result: "detected 8/10 (80%)", Median: "9s", Why: "<script>alert(1)</script>"},
+			{Name: "truncate-to-hw", Nemesis: "kip101", Result: "detected 8/10 (80%)", Runs: 11, Crashed: 1, Unknown: 7, Median: "9s", Why: "<script>alert(1)</script>"},
 			{Name: "safe (no bug)", Nemesis: "kill-leader", Result: "0/2 false alarms", Pass: true},
 		}}
 	if err := WriteMatrixValidation(dir, "gregor validate", sampleCells(), val); err != nil {
@@ -123,6 +123,9 @@ func TestValidationSectionInBrowser(t *testing.T) {
 	if got := count(dom, `<tr class="vrow">`); got != 3 {
 		t.Fatalf("%d validation rows, want 3", got)
 	}
+	// The sample size, the crashed and unknown runs, and the false-alarm
+	// rate with its interval are shown.
+	mustContain(t, dom, "<td>11</td><td>1</td><td>7</td>", `<b id="validation-alarms">0/20 = 0% (95% CI 0%-16%)</b>`)
 	mustContain(t, dom, "BELOW TARGET", "detected 8/10 (80%)", "kip101", "&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;i&gt;why&lt;/i&gt;")
 	if strings.Contains(dom, "<script>alert(1)") {
 		t.Fatal("cluster text rendered as markup")
