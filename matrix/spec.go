@@ -166,6 +166,10 @@ func crossSettings(out []Settings, n int, set func(s *Settings, i int)) []Settin
 	return next
 }
 
+// Configs are the configurations the dimensions' cross product names (none
+// when no dimension is set).
+func (d Dimensions) Configs() []Settings { return d.expand() }
+
 func (d Dimensions) expand() []Settings {
 	out := []Settings{{}}
 	cross := func(n int, set func(s *Settings, i int)) { out = crossSettings(out, n, set) }

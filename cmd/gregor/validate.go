@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -25,7 +26,8 @@ func validateCmd() *cobra.Command {
 		seed                     int64
 		bugs                     []string
 		out, runtimeName         string
-		reportOnly               bool
+		reportOnly, generic      bool
+		config                   string
 	)
 	cmd := &cobra.Command{
 		Use:   "validate [--runs N] [--time-limit D]",
@@ -47,6 +49,9 @@ report of every run, with the validation table on top). Exit status 0 when
 every target is met, 1 when one is not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if generic {
+				return runGeneric(cmd, config, bugs, out, runtimeName, parallel, reportOnly)
+			}
 			var results []reports.Cell
 			if reportOnly {
 				var err error
@@ -105,6 +110,68 @@ every target is met, 1 when one is not.`,
 	fl.IntVarP(&parallel, "parallel", "j", 1, "runs at once")
 	fl.StringVar(&out, "out", filepath.Join("store", "validate"), "output directory")
 	fl.StringVar(&runtimeName, "runtime", "", "runtime for every run (default: gregor run's auto)")
+	fl.BoolVar(&generic, "generic", false, "generic detection: run --config's nemeses and settings on its safe rows with each planted bug (--bugs, default every one) and once without, and print the bug x nemesis table (OUT/generic.json)")
+	fl.StringVar(&config, "config", "matrix/default.yaml", "with --generic: the matrix whose nemeses and settings are used")
 	fl.BoolVar(&reportOnly, "report-only", false, "run nothing: summarize the runs already in --out again (table, validate.json, index.html)")
 	return cmd
+}
+
+// runGeneric is gregor validate --generic.
+func runGeneric(cmd *cobra.Command, config string, bugs []string, out, runtimeName string, parallel int, reportOnly bool) error {
+	spec, err := matrix.Load(config)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	if !cmd.Flags().Changed("out") {
+		out = filepath.Join("store", "validate-generic")
+	}
+	var results []reports.Cell
+	if reportOnly {
+		if results, err = reports.ReadResults(filepath.Join(out, reports.MatrixResults)); err != nil {
+			return &exitError{2, fmt.Errorf("--report-only: %w (give the --out of an earlier gregor validate --generic)", err)}
+		}
+	} else {
+		if len(bugs) == 0 {
+			bugs = validate.BugNames()
+		}
+		cells, err := validate.GenericCells(spec, bugs)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		if err := matrix.CheckParallel(parallel); err != nil {
+			return &exitError{2, err}
+		}
+		bin, err := selfBinary()
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		errOut := cmd.ErrOrStderr()
+		fmt.Fprintf(errOut, "validate --generic: matrix %s's nemeses on its safe rows, %d planted bugs and a control: %d runs, %d at a time\n",
+			spec.Name, len(bugs), len(cells), parallel)
+		r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: errOut}
+		if runtimeName != "" {
+			r.ExtraArgs = append(r.ExtraArgs, "--runtime", runtimeName)
+		}
+		results = r.Run(ctx, cells)
+	}
+	sum := validate.SummarizeGeneric(spec.Name, results)
+	if err := reports.WriteMatrix(out, "gregor validate --generic "+spec.Name, results); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "generic.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	sum.WriteTable(cmd.OutOrStdout())
+	abs, _ := filepath.Abs(filepath.Join(out, reports.MatrixIndex))
+	fmt.Fprintf(cmd.OutOrStdout(), "generic detection report: %s\n", abs)
+	if !sum.Pass {
+		return &exitError{1, errors.New("generic detection below target: a planted bug no nemesis of the matrix caught, or a control run that failed, crashed or ended unknown")}
+	}
+	return nil
 }
