@@ -1,12 +1,15 @@
 package reports
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"image/color"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gregor/internal/stats"
 )
 
 func sampleCells() []Cell {
@@ -137,4 +140,61 @@ func TestValidationSectionInBrowser(t *testing.T) {
 	if n := colours(shot, color.RGBA{0xf7, 0xc9, 0xc9, 0xff}); n < 50 {
 		t.Fatalf("a bug below target is not shown in the failure colour (%d pixels)", n)
 	}
+}
+
+// TestMatrixSeedsSpreadInBrowser: a cell run with several seeds shows its
+// lost acks as min / median / max and the share of runs that lost any with
+// its Wilson interval, in index.html and in results.json; a crashed run is
+// counted, not averaged in.
+func TestMatrixSeedsSpreadInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	cfg := "acks=1 minisr=1 rf=3 unclean=false idem=false"
+	var cells []Cell
+	for i, lost := range []int{12, 0, 7} {
+		cells = append(cells, Cell{Config: cfg, Nemesis: "kill-leader", Seed: int64(i + 1), Valid: "true", LostAcks: lost,
+			Counts: map[string]int{}, Report: "runs/x/report.html"})
+	}
+	cells = append(cells, Cell{Config: cfg, Nemesis: "kill-leader", Seed: 4, Valid: "crashed"},
+		Cell{Config: cfg, Nemesis: "pause", Seed: 1, Valid: "true", LostAcks: 5, Counts: map[string]int{}})
+	if err := WriteMatrix(dir, "matrix", cells); err != nil {
+		t.Fatal(err)
+	}
+	dom, _ := render(t, filepath.Join(dir, "index.html"))
+	mustContain(t, dom, "lost acks min / median / max: <b>0 / 7 / 12</b> (n=3)",
+		"runs that lost any: <b>2/3 = 67% (95% CI 21%-94%)</b>", "crashed: 1", "lost acks: <b>5</b>")
+	if got := count(dom, `class="spread"`); got != 1 {
+		t.Fatalf("%d cells with a spread, want 1 (the one-run cell shows its count)", got)
+	}
+	var res MatrixResultsFile
+	if err := json.Unmarshal(mustReadFile(t, filepath.Join(dir, "results.json")), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 5 || len(res.Cells) != 2 {
+		t.Fatalf("results.json: %d runs, %d cells; want 5 and 2", len(res.Runs), len(res.Cells))
+	}
+	c := res.Cells[0]
+	if c.LostAcks != (stats.Spread{Min: 0, Median: 7, Max: 12, N: 3}) || c.LostAny != (stats.Rate{K: 2, N: 3}) || c.Crashed != 1 || len(c.Seeds) != 4 {
+		t.Fatalf("cell summary %+v", c)
+	}
+	if c.LostAnyLow < 0.2 || c.LostAnyHigh > 0.95 {
+		t.Fatalf("interval [%v, %v]", c.LostAnyLow, c.LostAnyHigh)
+	}
+	// A results.json of the older form (a bare list of runs) still merges.
+	legacy := filepath.Join(dir, "legacy.json")
+	b, _ := json.Marshal(cells)
+	if err := os.WriteFile(legacy, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadResults(legacy, filepath.Join(dir, "results.json")); err != nil || len(got) != 10 {
+		t.Fatalf("ReadResults of a legacy list and a new file: %d runs, %v", len(got), err)
+	}
+}
+
+func mustReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
