@@ -39,12 +39,12 @@ check: build
 	./$(BIN) matrix -j $(CHECK_J) --config matrix/default.yaml --out store/matrix-default
 
 # make validate: the harness measures itself: each planted bug's detection
-# rate under the fault most likely to expose it (10 runs), each probe's
-# control (10 runs without the bug), and 60 more false-alarm runs over
-# every workload: 110 runs that must not fail. Process runtime, 4 runs at a
+# rate under the fault most likely to expose it (10 runs), each distinct
+# probe setting's control (4 x 10 runs without the bug), and 70 more
+# false-alarm runs over every workload: 110 runs that must not fail. Process runtime, 4 runs at a
 # time (a run uses about a third of a core).
 validate: build
-	./$(BIN) validate --runtime process -j 4 --runs 10 --safe-runs 60 --out store/validate
+	./$(BIN) validate --runtime process -j 4 --runs 10 --safe-runs 70 --out store/validate
 
 bench: build
 	./$(BIN) bench

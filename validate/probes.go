@@ -10,6 +10,8 @@ package validate
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"gregor/matrix"
@@ -156,7 +158,7 @@ func BugLabel(bug string) string { return bugPrefix + bug }
 
 // ControlLabel is the matrix row of a probe's control: its exact settings
 // and fault, without the bug. A run there that fails is a false alarm.
-func ControlLabel(bug string) string { return controlPrefix + bug }
+func ControlLabel(bugs ...string) string { return controlPrefix + strings.Join(bugs, ",") }
 
 // Plan is what `gregor validate` runs.
 type Plan struct {
@@ -214,8 +216,16 @@ func (p Plan) Cells() ([]matrix.Cell, error) {
 			if err := add(BugLabel(pr.Bug), cfg, pr.Nemesis, seeds(p.Runs, 0)); err != nil {
 				return nil, err
 			}
-			// The control: the same settings, fault and seeds, no bug.
-			if err := add(ControlLabel(pr.Bug), pr.Config, pr.Nemesis, seeds(p.Runs, 0)); err != nil {
+		}
+		// The controls: each probe's settings, fault and seeds, no bug. Two
+		// probes with the same settings and fault (ack-before-isr and
+		// hw-past-lagging-isr) share one control: the same runs, run once.
+		ctrls, err := controls(probes)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range ctrls {
+			if err := add(ControlLabel(c.bugs...), c.probe.Config, c.probe.Nemesis, seeds(p.Runs, 0)); err != nil {
 				return nil, err
 			}
 		}
@@ -244,7 +254,40 @@ func (p Plan) Cells() ([]matrix.Cell, error) {
 			return nil, err
 		}
 	}
+	ids := map[string]string{}
+	for _, c := range cells {
+		if other, dup := ids[c.ID]; dup {
+			return nil, fmt.Errorf("validate plan: cells %q and %q are the same run (%s): a plan must not run one cell twice into one directory", other, c.Label, c.ID)
+		}
+		ids[c.ID] = c.Label
+	}
 	return cells, nil
+}
+
+type control struct {
+	probe Probe
+	bugs  []string
+}
+
+// controls groups probes by their settings and fault (the arguments of
+// their runs without the bug), in probe order.
+func controls(probes []Probe) ([]control, error) {
+	var out []control
+	var keys []string
+	for _, pr := range probes {
+		cs, err := LabelledCells("", pr.Config, pr.Nemesis, []int64{0})
+		if err != nil {
+			return nil, err
+		}
+		key := strings.Join(cs[0].Args, " ")
+		if i := slices.Index(keys, key); i >= 0 {
+			out[i].bugs = append(out[i].bugs, pr.Bug)
+			continue
+		}
+		keys = append(keys, key)
+		out = append(out, control{pr, []string{pr.Bug}})
+	}
+	return out, nil
 }
 
 // LabelledCells are the cells of one configuration under one nemesis, one

@@ -27,6 +27,7 @@ func validateCmd() *cobra.Command {
 		bugs                     []string
 		out, runtimeName         string
 		reportOnly, generic      bool
+		resume                   bool
 		config                   string
 	)
 	cmd := &cobra.Command{
@@ -50,7 +51,7 @@ every target is met, 1 when one is not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if generic {
-				return runGeneric(cmd, config, bugs, out, runtimeName, parallel, reportOnly)
+				return runGeneric(cmd, config, bugs, out, runtimeName, parallel, reportOnly, resume)
 			}
 			var results []reports.Cell
 			if reportOnly {
@@ -75,7 +76,7 @@ every target is met, 1 when one is not.`,
 				defer stop()
 				errOut := cmd.ErrOrStderr()
 				fmt.Fprintf(errOut, "validate: %d runs (%d per planted bug and as many controls, %d safe), fault phase %v each, %d at a time\n", len(cells), runs, safeRuns, timeLimit, parallel)
-				r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: errOut}
+				r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: errOut, Resume: resume}
 				if runtimeName != "" {
 					r.ExtraArgs = append(r.ExtraArgs, "--runtime", runtimeName)
 				}
@@ -112,12 +113,13 @@ every target is met, 1 when one is not.`,
 	fl.StringVar(&runtimeName, "runtime", "", "runtime for every run (default: gregor run's auto)")
 	fl.BoolVar(&generic, "generic", false, "generic detection: run --config's nemeses and settings on its safe rows with each planted bug (--bugs, default every one) and once without, and print the bug x nemesis table (OUT/generic.json)")
 	fl.StringVar(&config, "config", "matrix/default.yaml", "with --generic: the matrix whose nemeses and settings are used")
+	fl.BoolVar(&resume, "resume", false, "reuse the runs an interrupted validate into the same --out finished (same arguments) and run the rest")
 	fl.BoolVar(&reportOnly, "report-only", false, "run nothing: summarize the runs already in --out again (table, validate.json, index.html)")
 	return cmd
 }
 
 // runGeneric is gregor validate --generic.
-func runGeneric(cmd *cobra.Command, config string, bugs []string, out, runtimeName string, parallel int, reportOnly bool) error {
+func runGeneric(cmd *cobra.Command, config string, bugs []string, out, runtimeName string, parallel int, reportOnly, resume bool) error {
 	spec, err := matrix.Load(config)
 	if err != nil {
 		return &exitError{2, err}
@@ -150,7 +152,7 @@ func runGeneric(cmd *cobra.Command, config string, bugs []string, out, runtimeNa
 		errOut := cmd.ErrOrStderr()
 		fmt.Fprintf(errOut, "validate --generic: matrix %s's nemeses on its safe rows, %d planted bugs and a control: %d runs, %d at a time\n",
 			spec.Name, len(bugs), len(cells), parallel)
-		r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: errOut}
+		r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: errOut, Resume: resume}
 		if runtimeName != "" {
 			r.ExtraArgs = append(r.ExtraArgs, "--runtime", runtimeName)
 		}
