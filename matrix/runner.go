@@ -162,6 +162,9 @@ func (r *Runner) Run(ctx context.Context, cells []Cell) []reports.Cell {
 	for i := range cells {
 		if r.Resume {
 			if done, ok := r.finished(cells[i]); ok {
+				// Same arguments, same run; the row it shows in is this
+				// plan's (a label may have changed since).
+				done.Config, done.Nemesis = cells[i].Label, cells[i].Nemesis.Name
 				out[i] = done
 				continue
 			}

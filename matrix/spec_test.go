@@ -1,11 +1,14 @@
 package matrix
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"gregor/reports"
 )
 
 func TestDefaultMatrixCoversTheIssue(t *testing.T) {
@@ -119,5 +122,27 @@ func TestSeedsCountOrList(t *testing.T) {
 		if _, err := load(bad); err == nil || !strings.Contains(err.Error(), "seeds") {
 			t.Errorf("seeds: %s accepted (%v)", bad, err)
 		}
+	}
+}
+
+// A resumed cell keeps its stored run but shows in the current plan's row:
+// the label is not part of a run's arguments, and may have changed.
+func TestResumeRelabels(t *testing.T) {
+	s := &Spec{Name: "m", Configs: []Settings{{Acks: "all"}}, Nemeses: []Nemesis{{Name: "none", Kinds: []string{"none"}}}, Seeds: Seeds{1}}
+	cells, err := s.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells[0].Label = "control=a,b"
+	r := &Runner{Binary: "/nonexistent: a finished cell must not run", Out: t.TempDir(), Resume: true}
+	if err := os.MkdirAll(r.cellDir(cells[0]), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.record(cells[0], reports.Cell{Config: "control=b", Nemesis: "none", Seed: 1, Valid: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	out := r.Run(context.Background(), cells)
+	if out[0].Valid != "true" || out[0].Config != "control=a,b" {
+		t.Fatalf("resumed cell %+v: want the stored verdict in the current row", out[0])
 	}
 }
