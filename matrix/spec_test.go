@@ -26,13 +26,13 @@ func TestDefaultMatrixCoversTheIssue(t *testing.T) {
 	}
 	for _, want := range []string{"--acks 0", "--acks 1", "--acks all", "--min-isr 1", "--min-isr 2", "--unclean=true", "--unclean=false",
 		"--nemesis kill --seed 1 --nemesis-target leader", "--nemesis partition", "--partition-shapes isolate-leader", "--nemesis pause", "--nemesis power-loss", "--lazyfs=true",
-		"--nemesis strand-leader", "--link-delay 50ms", "--runtime process", "--dedicated-controllers"} {
+		"--nemesis strand-leader", "--nemesis kip101", "--link-delay 50ms", "--runtime process", "--dedicated-controllers"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("default matrix lacks %q", want)
 		}
 	}
-	if len(cells) != 75 {
-		t.Fatalf("%d cells, want 5 configurations x 5 nemeses x 3 seeds", len(cells))
+	if len(cells) != 90 {
+		t.Fatalf("%d cells, want 5 configurations x 6 nemeses x 3 seeds", len(cells))
 	}
 	if !slices.Equal(s.Seeds, Seeds{1, 2, 3}) {
 		t.Fatalf("seeds %v, want 3 per cell (seeds: 3)", s.Seeds)
