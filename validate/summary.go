@@ -115,7 +115,6 @@ func Summarize(out string, cells []reports.Cell, timeLimit time.Duration) *Summa
 	why := map[string]string{}
 	for _, p := range Probes(timeLimit) {
 		why[BugLabel(p.Bug)] = p.Why
-		why[ControlLabel(p.Bug)] = "the probe's exact settings, fault and seeds without the bug: a failure here is a false alarm, not a detection"
 	}
 	rows := map[string]*Row{}
 	var order []string
@@ -128,6 +127,7 @@ func Summarize(out string, cells []reports.Cell, timeLimit time.Duration) *Summa
 				r.Kind, r.Bug = KindProbe, b
 			} else if b, isControl := strings.CutPrefix(c.Config, controlPrefix); isControl {
 				r.Kind, r.Bug = KindControl, b
+				r.Why = "the probe's exact settings, fault and seeds without the bug: a failure here is a false alarm, not a detection"
 			}
 			rows[key] = r
 			order = append(order, key)
