@@ -29,7 +29,40 @@ type Spec struct {
 	Configs    []Settings `yaml:"configs"`
 	Dimensions Dimensions `yaml:"dimensions"`
 	Nemeses    []Nemesis  `yaml:"nemeses"`
-	Seeds      []int64    `yaml:"seeds"`
+	// Seeds: a list of seeds, or a count N (seeds 1..N). Every cell runs
+	// once per seed; the report shows a cell's spread over them.
+	Seeds Seeds `yaml:"seeds"`
+}
+
+// Seeds are a matrix's seeds; YAML gives a list or a count.
+type Seeds []int64
+
+// UnmarshalYAML takes `seeds: 3` (seeds 1, 2, 3) or `seeds: [1, 7]`.
+func (s *Seeds) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var k int
+		if err := n.Decode(&k); err != nil || k < 1 || k > 1000 {
+			return fmt.Errorf("line %d: seeds: %q: give a count 1..1000 or a list of seeds", n.Line, n.Value)
+		}
+		*s = make(Seeds, k)
+		for i := range k {
+			(*s)[i] = int64(i + 1)
+		}
+		return nil
+	}
+	var list []int64
+	if err := n.Decode(&list); err != nil {
+		return fmt.Errorf("line %d: seeds: give a count or a list of integer seeds: %w", n.Line, err)
+	}
+	seen := map[int64]bool{}
+	for _, v := range list {
+		if seen[v] {
+			return fmt.Errorf("line %d: seeds: %d twice (each seed runs once per cell)", n.Line, v)
+		}
+		seen[v] = true
+	}
+	*s = list
+	return nil
 }
 
 // Settings are the `gregor run` flags of a configuration. Pointers tell
@@ -178,6 +211,10 @@ func crossSettings(out []Settings, n int, set func(s *Settings, i int)) []Settin
 	}
 	return next
 }
+
+// Configs are the configurations the dimensions' cross product names (none
+// when no dimension is set).
+func (d Dimensions) Configs() []Settings { return d.expand() }
 
 func (d Dimensions) expand() []Settings {
 	out := []Settings{{}}
