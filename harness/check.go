@@ -21,6 +21,9 @@ type CheckOptions struct {
 	Store bool
 	// Faults says how the runtime made each fault, for the report.
 	Faults string
+	// Warnings of the run (a schedule not applied as drawn) join the
+	// result's warnings.
+	Warnings []string
 }
 
 // CheckRun checks a stored run: it reads the history and what lies beside
@@ -51,7 +54,7 @@ func CheckRun(historyPath string, o CheckOptions) (*history.Run, checker.Result,
 	if err != nil {
 		return run, res, err
 	}
-	res.Warnings = append(append([]string(nil), run.Warnings...), res.Warnings...)
+	res.Warnings = append(append(append([]string(nil), run.Warnings...), o.Warnings...), res.Warnings...)
 	if !o.Store {
 		return run, res, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gregor/checker"
+	"gregor/history"
 	"gregor/internal/sleep"
 	"gregor/nemesis"
 	"gregor/runtime"
@@ -31,6 +32,10 @@ type Test struct {
 	// created: e.g. a standing link delay that models a wider network. The
 	// heal phase removes network faults it set.
 	AfterBoot func(ctx context.Context, c runtime.Cluster) error
+	// ClusterTopicDefaults names topic configs (ConfigMinISR, ConfigUnclean)
+	// the test topic leaves to the cluster's defaults: on a cluster gregor
+	// did not boot, the settings the user did not ask for are the cluster's.
+	ClusterTopicDefaults []string
 }
 
 // Report is what a run leaves: where it stored everything and the verdict.
@@ -86,8 +91,22 @@ func (t *Test) defaults() {
 // ErrInterrupted with the report.
 func Run(ctx context.Context, t Test) (*Report, error) {
 	t.defaults()
+	attached, isAttached := t.Runtime.(runtime.Attached)
+	if isAttached {
+		if err := t.attach(ctx, attached); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.Validate(); err != nil {
-		return nil, err
+		return nil, badInput(err)
+	}
+	if isAttached {
+		if err := attached.CheckFaults(t.Nemeses); err != nil {
+			return nil, badInput(err)
+		}
+		// A cluster gregor did not boot may hold earlier runs' topics: each
+		// run writes a topic of its own.
+		t.Topic = fmt.Sprintf("%s-%s", t.Topic, time.Now().UTC().Format("20060102T150405.000"))
 	}
 	// The schedule is a pure function of the seed and the nemesis options,
 	// or read from --schedule.
@@ -177,7 +196,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	var bootstrap []string
 	var brokers, voters []int32
 	for _, n := range c.Nodes() {
-		if int(n.ID) <= t.Cluster.Nodes {
+		if !n.ControllerOnly {
 			bootstrap = append(bootstrap, n.KafkaAddr)
 			brokers = append(brokers, n.ID)
 		} else {
@@ -201,13 +220,26 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	err = CreateTopic(sctx, bootstrap, t.topic())
+	ts := t.topic()
+	ts.ClusterDefaults = t.ClusterTopicDefaults
+	err = CreateTopic(sctx, bootstrap, ts)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted(func() {}, teardown)
 		}
 		return rep, fmt.Errorf("setup: %w", err)
+	}
+	if runtime.IsForeign(t.Runtime) {
+		// The theory reasons with what the cluster runs, not with the flags.
+		notes, err := readSettings(ctx, bootstrap, brokers, t.Topic, &record)
+		if err != nil {
+			return rep, fmt.Errorf("setup: %w", err)
+		}
+		rep.Notes = append(rep.Notes, notes...)
+		if err := history.WriteConfig(dir.path.Config(), &record); err != nil {
+			return rep, storeErr(dir.path.Config(), err)
+		}
 	}
 
 	// Partition state is sampled from here through recovery.
@@ -258,6 +290,11 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	runner.Run(fctx, sched)
 	<-fctx.Done() // the schedule may end before the limit; the workload runs on
 	cancel()
+	var warnings []string
+	if n := runner.Failed(); n > 0 {
+		warnings = append(warnings, scheduleNotApplied(n))
+		rep.Notes = append(rep.Notes, scheduleNotApplied(n))
+	}
 
 	if ctx.Err() != nil {
 		return interrupted(stopWorkload, teardown)
@@ -311,7 +348,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	pr.set("check")
 	// The stored run is read back, as a later `gregor check` would see it.
 	rep.Faults = c.Capabilities().String()
-	run, res, err := CheckRun(dir.path.History(), CheckOptions{Store: true, Faults: rep.Faults,
+	run, res, err := CheckRun(dir.path.History(), CheckOptions{Store: true, Faults: rep.Faults, Warnings: warnings,
 		Checker: checker.Options{KeyTimeout: t.CheckTimeout}})
 	if err != nil {
 		return rep, fmt.Errorf("check: %w", err)

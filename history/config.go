@@ -65,7 +65,7 @@ type Config struct {
 	Seed          int64    `json:"seed"`
 	TimeLimit     Duration `json:"time_limit"`
 	Nodes         int      `json:"nodes"`
-	Runtime       string   `json:"runtime,omitempty"` // docker or process
+	Runtime       string   `json:"runtime,omitempty"` // docker, process, image or external
 	Workload      string   `json:"workload,omitempty"`
 	// PlantedBugs names the broker bug switches turned on. With any, forbidden
 	// anomalies are EXPECTED: the checker still reports them as forbidden.

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,6 +81,9 @@ type Settings struct {
 	TimeLimit   string   `yaml:"time_limit,omitempty"`
 	Rate        *float64 `yaml:"rate,omitempty"`
 	Bugs        []string `yaml:"bugs,omitempty"`
+	// TargetSettings: what the cells run against (a runtime, an image
+	// spec, an external cluster and its fault file).
+	TargetSettings `yaml:",inline"`
 	// Args are extra `gregor run` flags.
 	Args []string `yaml:"args,omitempty"`
 	// GroupSettings: the group workload (group.go).
@@ -138,6 +142,14 @@ func Load(path string) (*Spec, error) {
 	if len(s.Seeds) == 0 {
 		s.Seeds = []int64{1}
 	}
+	base := filepath.Dir(path)
+	s.Defaults.TargetSettings.resolve(base)
+	for i := range s.Configs {
+		s.Configs[i].TargetSettings.resolve(base)
+	}
+	for i := range s.Nemeses {
+		s.Nemeses[i].Settings.TargetSettings.resolve(base)
+	}
 	if len(s.Nemeses) == 0 {
 		return nil, fmt.Errorf("%s: no nemeses: list at least one nemesis set (kinds: [none] for a fault-free run)", path)
 	}
@@ -178,6 +190,7 @@ func merge(s, o Settings) Settings {
 		s.Bugs = o.Bugs
 	}
 	s.Args = append(append([]string(nil), s.Args...), o.Args...)
+	s.TargetSettings = mergeTarget(s.TargetSettings, o.TargetSettings)
 	s.GroupSettings = mergeGroup(s.GroupSettings, o.GroupSettings)
 	return s
 }
@@ -247,6 +260,9 @@ func (s Settings) Label() string {
 	if len(s.Bugs) > 0 {
 		add("bugs", strings.Join(s.Bugs, ","))
 	}
+	if s.Runtime != "" {
+		add("runtime", s.Runtime)
+	}
 	s.GroupSettings.label(add)
 	return strings.Join(parts, " ")
 }
@@ -287,6 +303,7 @@ func (s Settings) args() []string {
 	for _, b := range s.Bugs {
 		a = append(a, "--bug", b)
 	}
+	a = append(a, s.TargetSettings.args()...)
 	a = append(a, s.GroupSettings.args()...)
 	return append(a, s.Args...)
 }

@@ -16,6 +16,7 @@ import (
 	"gregor/harness"
 	"gregor/history"
 	"gregor/nemesis"
+	"gregor/runtime"
 )
 
 func init() { subcommands = append(subcommands, runCmd) }
@@ -66,8 +67,8 @@ func kindList() string {
 
 func runCmd() *cobra.Command {
 	var (
-		cfg         harness.Config
-		runtimeName string
+		cfg    harness.Config
+		target targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -138,7 +139,9 @@ Exit status (as gregor check):
 				cfg.Seed = rand.Int64N(1 << 53) // fits a JSON number exactly
 			}
 			err := refuseGroupFlags(cmd.Flags(), cfg.Workload)
-			if err == nil {
+			// An external cluster's shape (its brokers) is known only once
+			// it answers: harness.Run validates then (harness/attach.go).
+			if err == nil && target.Runtime != "external" {
 				err = cfg.Validate()
 			}
 			if err != nil {
@@ -152,17 +155,29 @@ Exit status (as gregor check):
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			rt, err := pickRuntime(ctx, runtimeName, errOut)
+			rt, err := pickTarget(ctx, target, errOut)
 			if err != nil {
 				return &exitError{checkBadInput, err}
 			}
 			test := harness.Test{Config: cfg, Runtime: rt, Binary: bin, Progress: errOut}
+			if _, ok := rt.(runtime.Attached); ok {
+				// The topic settings not asked for are the cluster's own.
+				if !cmd.Flags().Changed("min-isr") {
+					test.ClusterTopicDefaults = append(test.ClusterTopicDefaults, harness.ConfigMinISR)
+				}
+				if !cmd.Flags().Changed("unclean") {
+					test.ClusterTopicDefaults = append(test.ClusterTopicDefaults, harness.ConfigUnclean)
+				}
+			}
 			rep, err := harness.Run(ctx, test)
 			if rep != nil && rep.Dir != "" {
 				fmt.Fprintf(errOut, "gregor run: stored in %s\n", rep.Dir)
 				for _, n := range rep.Notes {
 					fmt.Fprintf(errOut, "gregor run: note: %s\n", n)
 				}
+			}
+			if _, ok := errors.AsType[*harness.BadInputError](err); ok {
+				return &exitError{checkBadInput, err}
 			}
 			if errors.Is(err, harness.ErrInterrupted) {
 				return &exitError{checkUnknown, err}
@@ -180,7 +195,7 @@ Exit status (as gregor check):
 		},
 	}
 	registerRun(cmd.Flags(), &cfg)
-	registerRuntime(cmd.Flags(), &runtimeName)
+	registerTarget(cmd.Flags(), &target)
 	return cmd
 }
 
