@@ -9,12 +9,14 @@ import (
 	"gregor/nemesis"
 	"gregor/workloads/group"
 	"gregor/workloads/queue"
+	"gregor/workloads/txn"
 )
 
 // Workloads (Config.Workload).
 const (
-	WorkloadQueue = "queue" // producers and assign-based readers
-	WorkloadGroup = "group" // producers and a consumer group (workloads/group)
+	WorkloadQueue = "queue"             // producers and assign-based readers
+	WorkloadGroup = "group"             // producers and a consumer group (workloads/group)
+	WorkloadTxn   = history.WorkloadTxn // transactional producers, read_committed consumers (workloads/txn)
 )
 
 // Config is one run's settings. Every flag of `gregor run` lands in exactly
@@ -52,6 +54,9 @@ type Config struct {
 	// Group is the group workload's settings (Workload "group"); its
 	// Consumers field is ignored: Consumers above counts them.
 	Group group.Config
+	// AbortRate is the txn workload's share of transactions aborted on
+	// purpose (Workload "txn").
+	AbortRate float64
 
 	// Nemeses are the fault kinds (nemesis.Kinds by name; "none" or
 	// nothing: no faults), Target whom they hit, Shapes the partition
@@ -200,8 +205,20 @@ func (c *Config) Validate() error {
 		if err := g.Validate(); err != nil {
 			return err
 		}
+	case WorkloadTxn:
+		if c.Acks != "all" {
+			return fmt.Errorf("--workload txn with --acks %s: a transactional producer is idempotent and needs acks=all (Kafka's ProducerConfig refuses anything else); use --acks all", c.Acks)
+		}
+		c.Idempotence = true // transactional producers are idempotent: test.json records what ran
+		t := c.txnConfig(nil)
+		if err := t.Validate(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("--workload %q: give %s or %s", c.Workload, WorkloadQueue, WorkloadGroup)
+		return fmt.Errorf("--workload %q: give %s, %s or %s", c.Workload, WorkloadQueue, WorkloadGroup, WorkloadTxn)
+	}
+	if c.AbortRate != 0 && c.Workload != WorkloadTxn {
+		return fmt.Errorf("--abort-rate %v without --workload txn: only transactions abort", c.AbortRate)
 	}
 	q := c.queueConfig(nil)
 	return q.Validate()
@@ -240,6 +257,12 @@ func (c *Config) queueConfig(bootstrap []string) queue.Config {
 	return q
 }
 
+// txnConfig is the txn workload's config, seeded from bootstrap.
+func (c *Config) txnConfig(bootstrap []string) txn.Config {
+	return txn.Config{Bootstrap: bootstrap, Topic: c.Topic, Partitions: c.Partitions, Producers: c.Producers,
+		Consumers: c.Consumers, AbortRate: c.AbortRate, Rate: c.Rate, RequestTimeout: c.DeliveryTimeout, Seed: c.Seed}
+}
+
 // groupConfig is the group workload's config.
 func (c *Config) groupConfig() group.Config {
 	g := c.Group
@@ -274,7 +297,10 @@ func (c *Config) Record(runtimeName string) history.Config {
 		Nemeses: c.Nemeses, NemesisTarget: c.Target, PartitionShapes: c.Shapes, Seed: c.Seed,
 		LinkDelay: history.Duration(c.LinkDelay), ReplicaLagMax: history.Duration(c.Cluster.ReplicaLagMax),
 		TimeLimit: history.Duration(c.TimeLimit), Nodes: c.Cluster.Nodes, Runtime: runtimeName,
-		Workload: c.Workload, PlantedBugs: c.Cluster.Bugs}
+		Workload: c.Workload, PlantedBugs: c.Cluster.Bugs, TransactionVersion: int(c.Cluster.TransactionVersion)}
+	if c.Workload == WorkloadTxn {
+		r.AbortRate = c.AbortRate
+	}
 	if r.Nemeses == nil {
 		r.Nemeses = []string{}
 	}

@@ -9,6 +9,7 @@ import (
 	"gregor/nemesis"
 	"gregor/workloads/group"
 	"gregor/workloads/queue"
+	"gregor/workloads/txn"
 )
 
 // Workload is what a test drives: clients that write the history while the
@@ -32,6 +33,10 @@ type clientSteps func(ctx context.Context, k nemesis.Kind) ([]int, error)
 // newWorkload builds the test's workload on the brokers of bootstrap: the
 // group workload for Workload "group".
 func (t *Test) newWorkload(bootstrap []string, h *history.Writer, epoch time.Time) (Workload, clientSteps, error) {
+	if t.Workload == WorkloadTxn {
+		wl, err := txn.New(t.txnConfig(bootstrap), h, epoch)
+		return wl, nil, err
+	}
 	producers := t.queueConfig(bootstrap)
 	if t.Workload != WorkloadGroup {
 		wl, err := queue.New(producers, h, epoch)

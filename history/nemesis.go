@@ -73,6 +73,11 @@ const (
 	// GroupFault: the fault acts on a consumer group's members; only the
 	// group workload has them.
 	GroupFault
+	// DelaysRequests: a client's request can reach a broker long after it
+	// was sent — held in a frozen broker's socket, retransmitted after a
+	// partition heals, crawling over a slowed link — after the client has
+	// timed out and moved on (transactions: DESIGN.md section 2, Version 1).
+	DelaysRequests
 )
 
 // NemesisKinds lists every kind with its classes, in the order --help
@@ -83,15 +88,15 @@ var NemesisKinds = []struct {
 }{
 	{NemesisKill, TakesLeaderAway | PowerCut},
 	{NemesisStop, TakesLeaderAway},
-	{NemesisPause, TakesLeaderAway},
-	{NemesisPartition, TakesLeaderAway},
-	{NemesisSlow, 0},
+	{NemesisPause, TakesLeaderAway | DelaysRequests},
+	{NemesisPartition, TakesLeaderAway | DelaysRequests},
+	{NemesisSlow, DelaysRequests},
 	{NemesisPowerLoss, TakesLeaderAway | PowerCut},
 	{NemesisClientCrash, ClientFault},
 	{NemesisConsumerRestart, ClientFault | GroupFault},
 	{NemesisConsumerJoin, ClientFault | GroupFault},
-	{NemesisStrandLeader, TakesLeaderAway}, // kills the stranded leader
-	{NemesisKIP101, TakesLeaderAway},       // kills two leaders in turn
+	{NemesisStrandLeader, TakesLeaderAway | DelaysRequests}, // kills the stranded leader
+	{NemesisKIP101, TakesLeaderAway | DelaysRequests},       // kills two leaders in turn
 	// Leadership moves to an ISR replica, which may lack an acks=1 tail:
 	// a leader loss without a crash.
 	{NemesisReassign, TakesLeaderAway},

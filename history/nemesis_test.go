@@ -22,15 +22,15 @@ func TestNemesisVocabulary(t *testing.T) {
 	for kind, want := range map[string]FaultClass{
 		NemesisKill:            TakesLeaderAway | PowerCut,
 		NemesisStop:            TakesLeaderAway,
-		NemesisPause:           TakesLeaderAway,
-		NemesisPartition:       TakesLeaderAway,
-		NemesisSlow:            0,
+		NemesisPause:           TakesLeaderAway | DelaysRequests,
+		NemesisPartition:       TakesLeaderAway | DelaysRequests,
+		NemesisSlow:            DelaysRequests,
 		NemesisPowerLoss:       TakesLeaderAway | PowerCut,
 		NemesisClientCrash:     ClientFault,
 		NemesisConsumerRestart: ClientFault | GroupFault,
 		NemesisConsumerJoin:    ClientFault | GroupFault,
-		NemesisStrandLeader:    TakesLeaderAway,
-		NemesisKIP101:          TakesLeaderAway,
+		NemesisStrandLeader:    TakesLeaderAway | DelaysRequests,
+		NemesisKIP101:          TakesLeaderAway | DelaysRequests,
 		NemesisReassign:        TakesLeaderAway,
 	} {
 		if got := NemesisClasses(kind); got != want {

@@ -46,10 +46,21 @@ func Safe(timeLimit time.Duration) matrix.Settings {
 
 func ptr[T any](v T) *T { return &v }
 
+// SafeTxn is the safe configuration for the txn workload: Safe with
+// transaction version 2 (KIP-890), four transactional producers each
+// owning one of four partitions, and a third of the transactions aborted.
+func SafeTxn(timeLimit time.Duration) matrix.Settings {
+	s := Safe(timeLimit)
+	s.Partitions = ptr(4)
+	s.Args = []string{"--dedicated-controllers", "--workload", "txn", "--concurrency", "4", "--abort-rate", "0.3", "--transaction-version", "2"}
+	return s
+}
+
 var (
 	isolateLeader = matrix.Nemesis{Name: "isolate-leader", Kinds: []string{"partition"}, Shapes: []string{"isolate-leader"},
 		Target: "leader", Interval: "3s", Duration: "5s"}
 	strandLeader = matrix.Nemesis{Name: "strand-leader", Kinds: []string{"strand-leader"}, Interval: "3s", Duration: "3s"}
+	killLeader   = matrix.Nemesis{Name: "kill-leader", Kinds: []string{"kill"}, Target: "leader", Interval: "3s", Duration: "3s"}
 	kip101       = matrix.Nemesis{Name: "kip101", Kinds: []string{"kip101"}, Interval: "3s", Duration: "3s",
 		// Y must stay in the ISR through the story (the KIP's timeline).
 		Settings: matrix.Settings{Args: []string{"--replica-lag-max", "20s"}}}
@@ -78,6 +89,8 @@ func Probes(timeLimit time.Duration) []Probe {
 			Why: "the KIP-101 scenario: a follower holding acknowledged records above its lagging HW truncates to the HW when it starts following a new leader, then is elected: lost-write / inconsistent-offsets. Needs --replica-lag-max 20s so it stays in the ISR; one partition, 32 producers and at least 35 s (two stories) so the follower's last fetch response holds several acknowledged records"},
 		{Bug: "skip-min-isr", Config: safe, Nemesis: strandLeader,
 			Why: "the stranded leader's ISR shrinks to itself; with min ISR 2 a correct leader refuses acks=all (NOT_ENOUGH_REPLICAS), the bug acknowledges: the metadata samples show the ISR below min ISR while the ack happened (under-min-isr-ack)"},
+		{Bug: "lso-past-open-txn", Config: SafeTxn(timeLimit), Nemesis: killLeader,
+			Why: "the txn workload aborts a third of its transactions; read_committed fetches answered up to the high watermark return open transactions' records, and those later aborted are aborted reads (aborted-read), those read before the rest of their transaction intermediate reads. Faults are not needed; leader kills add failovers"},
 		{Bug: "elect-outside-isr", Config: minISR1, Nemesis: strandLeader,
 			Why: "min ISR 1 (the bug needs writes only the ISR holds): the stranded leader acknowledges alone, is killed, and the controller elects a follower outside the ISR although unclean election is off: lost-write / inconsistent-offsets. A correct controller keeps the partition offline"},
 	}
@@ -88,7 +101,7 @@ func Probes(timeLimit time.Duration) []Probe {
 func SafeNemeses() []matrix.Nemesis {
 	lazy := matrix.Settings{LazyFS: ptr(true), Fsync: "never"}
 	return []matrix.Nemesis{
-		{Name: "kill-leader", Kinds: []string{"kill"}, Target: "leader", Interval: "3s", Duration: "3s"},
+		killLeader,
 		{Name: "stop", Kinds: []string{"stop"}, Interval: "3s", Duration: "3s"},
 		{Name: "pause-leader", Kinds: []string{"pause"}, Target: "leader", Interval: "3s", Duration: "4s"},
 		isolateLeader,
