@@ -534,43 +534,58 @@ func checkTorn(ix *index, col *collector) {
 // checkIntermediate finds read_committed polls that returned a
 // transaction's write to a key and stopped before its later write there.
 func checkIntermediate(ix *index, col *collector) {
+	// lastRead[call] is the highest offset of the current key at which a
+	// poll read a write of the transaction call, -1 if none; stamp[call]
+	// marks the writers of the poll being walked. Both are reset per key
+	// for the calls touched only.
+	lastRead := make([]int64, len(ix.calls))
+	stamp := make([]int32, len(ix.calls))
+	for i := range lastRead {
+		lastRead[i] = -1
+	}
+	poll := int32(0)
+	var touched []int32
 	for _, name := range ix.order {
 		k := ix.keys[name]
 		if !k.txn {
 			continue
 		}
-		// lastRead[call] is the highest offset at which a poll read a
-		// write of the transaction call to this key.
-		lastRead := map[int32]int64{}
+		for _, c := range touched {
+			lastRead[c] = -1
+		}
+		touched = touched[:0]
 		for si := range k.sends {
 			s := &k.sends[si]
 			if !s.read || ix.calls[s.call].f != history.FTxn {
 				continue
 			}
 			for _, o := range s.offsets {
-				if sl := k.slotAt(o); sl != nil && sl.read && sl.last == s.value {
-					lastRead[s.call] = max(lastRead[s.call], o)
+				if sl := k.slotAt(o); sl != nil && sl.read && sl.last == s.value && o > lastRead[s.call] {
+					if lastRead[s.call] < 0 {
+						touched = append(touched, s.call)
+					}
+					lastRead[s.call] = o
 				}
 			}
 		}
 		for _, p := range k.polls {
-			end := p.recs[len(p.recs)-1].Offset
+			poll++
+			end := int64(-1)
 			for _, r := range p.recs {
 				end = max(end, r.Offset)
 			}
-			var done []int32
 			for _, r := range p.recs {
 				si, ok := k.byValue[r.Value]
 				if !ok {
 					continue
 				}
 				w := k.sends[si].call
-				if slices.Contains(done, w) {
+				if stamp[w] == poll {
 					continue
 				}
-				done = append(done, w)
-				later, ok := lastRead[w]
-				if !ok || later <= end {
+				stamp[w] = poll
+				later := lastRead[w]
+				if later <= end {
 					continue
 				}
 				pc := &ix.calls[p.call]
