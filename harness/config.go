@@ -197,6 +197,9 @@ func (c *Config) Validate() error {
 		if nemesis.GroupOnly(k) && c.Workload != WorkloadGroup {
 			return fmt.Errorf("--nemesis %s acts on a consumer group: add --workload group", k)
 		}
+		if nemesis.TxnOnly(k) && c.Workload != WorkloadTxn {
+			return fmt.Errorf("--nemesis %s acts on transactions: add --workload txn", k)
+		}
 	}
 	switch c.Workload {
 	case WorkloadQueue:

@@ -12,6 +12,7 @@ import (
 	"gregor/internal/sleep"
 	"gregor/nemesis"
 	"gregor/runtime"
+	"gregor/workloads/txn"
 )
 
 // Test is one `gregor run`: its settings (Config) and what runs them.
@@ -215,6 +216,10 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	topo.ControllerOnly = voters
 	runner := &nemesis.Runner{Cluster: c, Topo: topo, History: dir.hist, Epoch: epoch, Target: nemesis.Target(t.Target),
 		Crash: wl.Crash, Clients: clients, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
+	if tw, ok := wl.(*txn.Workload); ok {
+		topo.TransactionalIDs = txn.TransactionalIDs(t.Producers)
+		runner.PauseProducer = tw.PauseProducer
+	}
 	pr.ops = wl.Ops
 	pr.faults = func() (int, int) { return runner.Done(), runner.Active() }
 	stopProgress := make(chan struct{})

@@ -28,6 +28,14 @@ const (
 	// NemesisReassign is a membership change: a partition's replicas move
 	// to other brokers while writes go on (KIP-455), and back at its end.
 	NemesisReassign = "reassign"
+	// NemesisKillTxnCoordinator kills the broker coordinating a drawn
+	// transactional id (the leader of its __transaction_state partition)
+	// and restarts it after the hold; NemesisPauseProducer freezes one
+	// transactional producer mid-transaction for longer than
+	// transaction.timeout.ms, so the coordinator aborts and fences it while
+	// it still believes its transaction open.
+	NemesisKillTxnCoordinator = "kill-txn-coordinator"
+	NemesisPauseProducer      = "pause-producer"
 )
 
 // Nemesis targets, as --nemesis-target and test.json's "nemesis_target"
@@ -78,6 +86,9 @@ const (
 	// partition heals, crawling over a slowed link — after the client has
 	// timed out and moved on (transactions: DESIGN.md section 2, Version 1).
 	DelaysRequests
+	// TxnFault: the fault acts on transactions (their coordinator, their
+	// producers); only the txn workload has them.
+	TxnFault
 )
 
 // NemesisKinds lists every kind with its classes, in the order --help
@@ -100,6 +111,9 @@ var NemesisKinds = []struct {
 	// Leadership moves to an ISR replica, which may lack an acks=1 tail:
 	// a leader loss without a crash.
 	{NemesisReassign, TakesLeaderAway},
+	{NemesisKillTxnCoordinator, TakesLeaderAway | PowerCut | TxnFault},
+	// The frozen producer's requests in flight reach the brokers late.
+	{NemesisPauseProducer, ClientFault | TxnFault | DelaysRequests},
 }
 
 // NemesisClasses are kind's classes; an unknown kind has none.
@@ -115,7 +129,7 @@ func NemesisClasses(kind string) FaultClass {
 // EndVerb is the verb written when a fault of kind ends.
 func EndVerb(kind string) string {
 	switch kind {
-	case NemesisKill, NemesisStop, NemesisPowerLoss:
+	case NemesisKill, NemesisStop, NemesisPowerLoss, NemesisKillTxnCoordinator:
 		return VerbStart
 	case NemesisPause:
 		return VerbResume

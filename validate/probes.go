@@ -59,9 +59,11 @@ func SafeTxn(timeLimit time.Duration) matrix.Settings {
 var (
 	isolateLeader = matrix.Nemesis{Name: "isolate-leader", Kinds: []string{"partition"}, Shapes: []string{"isolate-leader"},
 		Target: "leader", Interval: "3s", Duration: "5s"}
-	strandLeader = matrix.Nemesis{Name: "strand-leader", Kinds: []string{"strand-leader"}, Interval: "3s", Duration: "3s"}
-	killLeader   = matrix.Nemesis{Name: "kill-leader", Kinds: []string{"kill"}, Target: "leader", Interval: "3s", Duration: "3s"}
-	kip101       = matrix.Nemesis{Name: "kip101", Kinds: []string{"kip101"}, Interval: "3s", Duration: "3s",
+	strandLeader       = matrix.Nemesis{Name: "strand-leader", Kinds: []string{"strand-leader"}, Interval: "3s", Duration: "3s"}
+	pauseProducer      = matrix.Nemesis{Name: "pause-producer", Kinds: []string{"pause-producer"}, Interval: "3s", Duration: "4s"}
+	killTxnCoordinator = matrix.Nemesis{Name: "kill-txn-coordinator", Kinds: []string{"kill-txn-coordinator"}, Interval: "3s", Duration: "3s"}
+	killLeader         = matrix.Nemesis{Name: "kill-leader", Kinds: []string{"kill"}, Target: "leader", Interval: "3s", Duration: "3s"}
+	kip101             = matrix.Nemesis{Name: "kip101", Kinds: []string{"kip101"}, Interval: "3s", Duration: "3s",
 		// Y must stay in the ISR through the story (the KIP's timeline).
 		Settings: matrix.Settings{Args: []string{"--replica-lag-max", "20s"}}}
 )
@@ -80,6 +82,8 @@ func Probes(timeLimit time.Duration) []Probe {
 	kip.Partitions, kip.Rate = ptr(1), ptr(400.0)
 	kip.TimeLimit = max(timeLimit, 35*time.Second).String()
 	kip.Args = []string{"--dedicated-controllers", "--concurrency", "32"}
+	txnLong := SafeTxn(timeLimit)
+	txnLong.TimeLimit = max(timeLimit, 40*time.Second).String()
 	return []Probe{
 		{Bug: "ack-before-isr", Config: safe, Nemesis: isolateLeader,
 			Why: "the isolated leader, deposed by the majority, acknowledges acks=all writes its followers never fetch; the new leader's log lacks them: lost-write / inconsistent-offsets"},
@@ -91,6 +95,10 @@ func Probes(timeLimit time.Duration) []Probe {
 			Why: "the stranded leader's ISR shrinks to itself; with min ISR 2 a correct leader refuses acks=all (NOT_ENOUGH_REPLICAS), the bug acknowledges: the metadata samples show the ISR below min ISR while the ack happened (under-min-isr-ack)"},
 		{Bug: "lso-past-open-txn", Config: SafeTxn(timeLimit), Nemesis: killLeader,
 			Why: "the txn workload aborts a third of its transactions; read_committed fetches answered up to the high watermark return open transactions' records, and those later aborted are aborted reads (aborted-read), those read before the rest of their transaction intermediate reads. Faults are not needed; leader kills add failovers"},
+		{Bug: "no-zombie-fencing", Config: txnLong, Nemesis: pauseProducer,
+			Why: "a transactional producer frozen past its transaction timeout (15 s) is fenced and its transaction aborted; resumed, it sends on at its old epoch: a correct partition refuses (INVALID_PRODUCER_EPOCH), the bug appends, and the record joins the producer's next transaction on that partition, so when that one commits, part of the frozen transaction is read while its earlier writes were aborted (torn-transaction). A pause whose next transaction aborts shows nothing; at least 40 s for two pauses"},
+		{Bug: "marker-before-prepare", Config: txnLong, Nemesis: killTxnCoordinator,
+			Why: "markers go out before PrepareCommit is durable; a coordinator killed in that window leaves a successor that knows the transaction only as Ongoing and aborts it, while some partitions already hold its COMMIT: torn-transaction or aborted-read. The window is one replication round trip, so random kills hit it rarely: this probe measures how rarely"},
 		{Bug: "elect-outside-isr", Config: minISR1, Nemesis: strandLeader,
 			Why: "min ISR 1 (the bug needs writes only the ISR holds): the stranded leader acknowledges alone, is killed, and the controller elects a follower outside the ISR although unclean election is off: lost-write / inconsistent-offsets. A correct controller keeps the partition offline"},
 	}

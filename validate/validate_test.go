@@ -21,9 +21,7 @@ import (
 // while `gregor run` refuses what it awaits; once accepted, the bug needs
 // its probe like any other, and its entry goes.
 var awaitingTxn = map[string]string{
-	"no-zombie-fencing":     "nemesis pause-producer", // a producer frozen past its transaction timeout writes on
-	"marker-before-prepare": "nemesis kill-txn-coordinator",
-	"txn-offsets-early":     "workload eos", // TxnOffsetCommit: only a consume-transform-produce pipeline commits offsets in transactions
+	"txn-offsets-early": "workload eos", // TxnOffsetCommit: only a consume-transform-produce pipeline commits offsets in transactions
 }
 
 // accepted reports whether `gregor run` accepts what a bug awaits.
@@ -97,8 +95,11 @@ func TestPlanCells(t *testing.T) {
 	for _, c := range cells {
 		args := strings.Join(c.Args, " ")
 		limit := "--time-limit 20s"
-		if c.Label == BugLabel("truncate-to-hw") {
+		switch c.Label {
+		case BugLabel("truncate-to-hw"):
 			limit = "--time-limit 35s" // two KIP-101 stories (see Probes)
+		case BugLabel("no-zombie-fencing"), BugLabel("marker-before-prepare"):
+			limit = "--time-limit 40s" // two 15 s producer pauses (see Probes)
 		}
 		if !strings.Contains(args, limit) || !strings.Contains(args, "--dedicated-controllers") {
 			t.Fatalf("cell %s: %s", c.ID, args)

@@ -42,6 +42,56 @@ type client struct {
 	proc    int
 	cl      *kgo.Client
 	crashed atomic.Bool
+	// producer: a transactional producer's client; pause is a
+	// pause-producer fault waiting for its next send.
+	producer bool
+	pause    atomic.Pointer[pauseReq]
+}
+
+// pauseReq freezes a producer for hold at its next send, inside the open
+// transaction; resumed closes when it runs again.
+type pauseReq struct {
+	hold    time.Duration
+	resumed chan struct{}
+	once    sync.Once
+}
+
+func (r *pauseReq) done() { r.once.Do(func() { close(r.resumed) }) }
+
+// TransactionalIDs are the transactional ids of n producers (producer i
+// uses the i-th), for the nemesis that kills their coordinator.
+func TransactionalIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("gregor-txn-%d", i)
+	}
+	return ids
+}
+
+// PauseProducer is the pause-producer nemesis's hook: one transactional
+// producer (drawn from the seeded RNG) freezes at its next send, with its
+// transaction open, for hold or one and a half transaction timeouts,
+// whichever is longer, so the coordinator aborts the transaction and bumps
+// the epoch (fencing it) while the producer believes it open; then it goes
+// on as if nothing happened, as a paused JVM would.
+func (w *Workload) PauseProducer(hold time.Duration) (int, time.Duration, <-chan struct{}, bool) {
+	w.mu.Lock()
+	var procs []int
+	for p, c := range w.live {
+		if c.producer && !c.crashed.Load() && c.pause.Load() == nil {
+			procs = append(procs, p)
+		}
+	}
+	if len(procs) == 0 {
+		w.mu.Unlock()
+		return -1, 0, nil, false
+	}
+	slices.Sort(procs)
+	c := w.live[procs[w.rng.IntN(len(procs))]]
+	w.mu.Unlock()
+	req := &pauseReq{hold: max(hold, w.cfg.TxnTimeout*3/2), resumed: make(chan struct{})}
+	c.pause.Store(req)
+	return c.proc, req.hold, req.resumed, true
 }
 
 // New prepares a workload writing to h, with times relative to epoch.
@@ -256,7 +306,7 @@ func (w *Workload) produceLoop(ctx context.Context, i int, tokens <-chan struct{
 	owned := w.cfg.owned(i)
 	pos := make([]int64, w.cfg.Partitions)
 	proc := w.newProc()
-	txnID := fmt.Sprintf("gregor-txn-%d", i)
+	txnID := TransactionalIDs(w.cfg.Producers)[i]
 	for ctx.Err() == nil {
 		opts := append(w.baseOpts(), w.consumeOpts(pos, true)...)
 		opts = append(opts, kgo.TransactionalID(txnID), kgo.TransactionTimeout(w.cfg.TxnTimeout),
@@ -268,7 +318,7 @@ func (w *Workload) produceLoop(ctx context.Context, i int, tokens <-chan struct{
 			w.assign(proc, false, err)
 			return
 		}
-		c := &client{proc: proc, cl: cl}
+		c := &client{proc: proc, cl: cl, producer: true}
 		w.assign(proc, true, nil)
 		w.register(c)
 		for ctx.Err() == nil {
@@ -286,6 +336,9 @@ func (w *Workload) produceLoop(ctx context.Context, i int, tokens <-chan struct{
 			}
 		}
 		w.unregister(c)
+		if req := c.pause.Load(); req != nil {
+			req.done() // the client is gone: no pause will come
+		}
 		if c.crashed.Load() {
 			w.crashEvent(c)
 			proc = w.newProc()
@@ -350,6 +403,10 @@ func (w *Workload) transact(c *client, owned []int32, pos []int64, rng *rand.Ran
 			break
 		}
 		done[j].Offset = rec.Offset
+		if req := c.pause.Swap(nil); req != nil {
+			time.Sleep(req.hold) // the fault: frozen with the transaction open
+			req.done()
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*w.cfg.RequestTimeout)
 	defer cancel()
