@@ -39,7 +39,12 @@ import (
 //
 // A send retried by a non-idempotent producer can appear at two offsets; each
 // occurrence is its own append within the send's interval. Duplicates are
-// reported by their own check, not as nonlinearizable.
+// reported by their own check, not as nonlinearizable. An occurrence other
+// than an acknowledged send's own offset may also come after the
+// acknowledgement: a copy of the request that was still in the network
+// (delivered late, after the producer had retried on another connection:
+// the delay-client nemesis) is appended whenever it arrives, so it has no
+// end (occurrenceEnd). The duplicate check reports it, and only it.
 //
 // Windows. porcupine's cost per step grows with the number of operations it
 // holds (a bitset of linearized ops is hashed and copied), so a key's history
@@ -150,6 +155,17 @@ func (ix *index) keyWindows(k *keyIndex, window int) []linWindow {
 		}
 		return k.sends[si].call, true
 	}
+	// occurrenceEnd: the latest instant the record at o can have been
+	// appended by its writer's call ci: the call's end, except for a copy
+	// of an acknowledged send at another offset than the acknowledged one,
+	// which a late request can append at any time after the send began.
+	occurrenceEnd := func(o int64, ci int32) int64 {
+		si := k.byValue[k.slots[o].value]
+		if ack := k.sends[si].ack; ack >= 0 && ack != o {
+			return never
+		}
+		return ix.calls[ci].end
+	}
 	// irregular: the first offset with nothing known or no send to explain it.
 	irregular, gaps := n, false
 	for o := int64(0); o < n; o++ {
@@ -168,7 +184,7 @@ func (ix *index) keyWindows(k *keyIndex, window int) []linWindow {
 	for o := int64(0); o < n; o++ {
 		if ci, ok := writer(o); ok {
 			c := &ix.calls[ci]
-			elems = append(elems, linOp{linInput{linSend, o, k.slots[o].value, ci}, c.start, c.end, c.proc})
+			elems = append(elems, linOp{linInput{linSend, o, k.slots[o].value, ci}, c.start, occurrenceEnd(o, ci), c.proc})
 		}
 	}
 	var fills []linOp
@@ -218,7 +234,7 @@ func (ix *index) keyWindows(k *keyIndex, window int) []linWindow {
 		w := linWindow{from: from}
 		if from > 0 {
 			ci, _ := writer(from - 1)
-			at := min(earliest[from-1], ix.calls[ci].end)
+			at := min(earliest[from-1], occurrenceEnd(from-1, ci))
 			w.init = from - 1
 			w.barrier = &linOp{linInput{linSend, from - 1, k.slots[from-1].value, -1}, at, at, history.Nemesis}
 		}

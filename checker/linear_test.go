@@ -96,3 +96,66 @@ func TestTimeoutIsUnknown(t *testing.T) {
 		t.Fatalf("status %+v valid %v", res.Linearizability["t/0"], res.Valid)
 	}
 }
+
+// A copy of an acknowledged send that a late request appends after the
+// acknowledgement (the delay-client nemesis: the request was held, the
+// producer retried on a new connection and was acknowledged, then the held
+// request arrived) is a duplicate and nothing else: it may sit above
+// records sent after the acknowledgement. Trap: a copy read before its send
+// began is still not linearizable.
+func TestLateCopyIsOnlyADuplicate(t *testing.T) {
+	late := []step{
+		{0, history.Invoke, "send", history.Send("t/0", 10), 10},
+		{0, history.OK, "send", acked(10, 0), 20},
+		{1, history.Invoke, "send", history.Send("t/0", 11), 30},
+		{1, history.OK, "send", acked(11, 1), 40},
+		{2, history.Invoke, "assign", history.Mop{}, 70},
+		{2, history.OK, "assign", history.Mop{}, 71},
+		{2, history.Invoke, "poll", history.Poll(), 80},
+		{2, history.OK, "poll", polled(history.Record{Offset: 0, Value: 10}, history.Record{Offset: 1, Value: 11},
+			history.Record{Offset: 2, Value: 10}), 90},
+	}
+	cfg := &history.Config{Acks: "all", RF: 3, MinISR: 2, Nemeses: []string{history.NemesisDelayClient}}
+	res, err := Check(build(late), cfg, Options{Window: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Linearizability["t/0"].Status != "ok" || res.Counts[Duplicate] != 1 || len(res.Counts) != 1 || res.Valid != ValidFalse && res.Valid != ValidTrue {
+		t.Fatalf("late copy: %+v %v", res.Linearizability["t/0"], res.Counts)
+	}
+	if _, ok := res.Forbidden[Duplicate]; ok {
+		t.Fatalf("idempotence off: the late duplicate must be allowed: %v", res.Forbidden)
+	}
+	idem := *cfg
+	idem.Idempotence = true
+	res, err = Check(build(late), &idem, Options{Window: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := res.Forbidden[Duplicate]; !ok || len(res.Forbidden) != 1 {
+		t.Fatalf("idempotence on: the late duplicate must be forbidden, alone: %v", res.Forbidden)
+	}
+	// Trap: the copy at offset 2 is read before its send (value 12) began.
+	early := []step{
+		{0, history.Invoke, "send", history.Send("t/0", 10), 10},
+		{0, history.OK, "send", acked(10, 0), 20},
+		{1, history.Invoke, "send", history.Send("t/0", 11), 30},
+		{1, history.OK, "send", acked(11, 1), 40},
+		{2, history.Invoke, "assign", history.Mop{}, 70},
+		{2, history.OK, "assign", history.Mop{}, 71},
+		{2, history.Invoke, "poll", history.Poll(), 80},
+		{2, history.OK, "poll", polled(history.Record{Offset: 0, Value: 10}, history.Record{Offset: 1, Value: 11},
+			history.Record{Offset: 2, Value: 12}), 90},
+		{0, history.Invoke, "send", history.Send("t/0", 12), 100},
+		{0, history.OK, "send", acked(12, 3), 110},
+		{2, history.Invoke, "poll", history.Poll(), 120},
+		{2, history.OK, "poll", polled(history.Record{Offset: 3, Value: 12}), 130},
+	}
+	res, err = Check(build(early), cfg, Options{Window: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Linearizability["t/0"].Status != "illegal" {
+		t.Fatalf("a copy read before its send began: %+v %v", res.Linearizability["t/0"], res.Counts)
+	}
+}

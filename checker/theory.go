@@ -107,6 +107,13 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	// brokers, so every replica of a record can lose it at once.
 	powerLossOnMost := cfg.HasNemesis(history.NemesisPowerLoss) && cfg.LazyFS && cfg.Fsync != "always" &&
 		(cfg.NemesisTarget == history.TargetAll || cfg.NemesisTarget == history.TargetMajority)
+	// With --compose, two power-cutting kinds (kill, power-loss,
+	// restart-storm on lazyfs) run on timelines of their own and can cut
+	// two brokers at once: a correlated power failure of several replicas,
+	// the same exposure as power loss on a majority.
+	if powerLoss && cfg.Compose && composedPowerCuts(cfg) >= 2 {
+		powerLossOnMost = true
+	}
 	lossSet := []string{LostWrite, Unseen, InconsistentOffsets, NonmonotonicSend, Nonlinearizable}
 	txn := cfg.Workload == history.WorkloadTxn
 	if txn {
@@ -132,8 +139,8 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		allow(why+"; consumers that read them find their position beyond the new log end and are reset", PollSkip, NonmonotonicPoll)
 	}
 	if powerLossOnMost {
-		why := "fsync " + orDefault(cfg.Fsync, "never") + " with lazyfs power loss on " + cfg.NemesisTarget +
-			" nodes: acknowledged records live only in the page cache of every replica that holds them, and a power cut on all of them loses them even with acks=all (Kafka relies on replication, not fsync)"
+		why := "fsync " + orDefault(cfg.Fsync, "never") + " with lazyfs power loss on " + powerLossWhere(cfg) +
+			": acknowledged records live only in the page cache of every replica that holds them, and a power cut on all of them loses them even with acks=all (Kafka relies on replication, not fsync)"
 		allow(why, lossSet...)
 		allow(why, PollSkip, NonmonotonicPoll)
 	}
@@ -191,6 +198,27 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	return out
 }
 
+// powerLossWhere names the brokers a power loss can hit at once.
+func powerLossWhere(cfg *history.Config) string {
+	if cfg.NemesisTarget == history.TargetAll || cfg.NemesisTarget == history.TargetMajority {
+		return cfg.NemesisTarget + " nodes"
+	}
+	return "several brokers at once (--compose overlaps the timelines of " + strings.Join(powerCutKinds(cfg), ", ") + ")"
+}
+
+// composedPowerCuts counts the run's nemesis kinds that cut power.
+func composedPowerCuts(cfg *history.Config) int { return len(powerCutKinds(cfg)) }
+
+func powerCutKinds(cfg *history.Config) []string {
+	var out []string
+	for _, k := range cfg.Nemeses {
+		if history.NemesisClasses(k)&history.PowerCut != 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // commitLossReason says why an acknowledged commit can be lost, or "".
 func commitLossReason(cfg *history.Config, leaderLoss, powerLoss, powerLossOnMost bool, minISR int) string {
 	switch {
@@ -199,7 +227,7 @@ func commitLossReason(cfg *history.Config, leaderLoss, powerLoss, powerLossOnMos
 	case powerLoss && minISR <= 1:
 		return "min.insync.replicas=1 with power loss: a commit acknowledged by a lone ISR member of __consumer_offsets lives in its page cache only (seed 003)"
 	case powerLossOnMost:
-		return "power loss on " + cfg.NemesisTarget + " nodes with fsync " + orDefault(cfg.Fsync, "never") + ": acknowledged commits can be in no replica's disk"
+		return "power loss on " + powerLossWhere(cfg) + " with fsync " + orDefault(cfg.Fsync, "never") + ": acknowledged commits can be in no replica's disk"
 	}
 	return ""
 }

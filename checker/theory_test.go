@@ -141,3 +141,31 @@ func TestCheckSplitsAllowedFromForbidden(t *testing.T) {
 		t.Fatalf("planted bug: valid %v forbidden %v planted %v", res.Valid, res.Forbidden, res.PlantedBugs)
 	}
 }
+
+// Composed faults on lazyfs: two power-cutting kinds on timelines of their
+// own can cut two replicas at once, so acknowledged records may be lost;
+// one kind alone (serial cuts), fsync always, or no --compose may not.
+func TestTheoryComposedPowerCuts(t *testing.T) {
+	base := history.Config{Acks: "all", MinISR: 2, RF: 3, Idempotence: true, LazyFS: true, Fsync: "never",
+		NemesisTarget: history.TargetLeader, Compose: true,
+		Nemeses: []string{history.NemesisPowerLoss, history.NemesisRestartStorm, history.NemesisPartition}}
+	if a := allowedSet(&base); !a[LostWrite] || !a[CommittedOffsetRegression] {
+		t.Fatalf("composed power cuts: %v", a)
+	}
+	if v := Expect(&base)[LostWrite]; !strings.Contains(v.Reason, "several brokers at once") {
+		t.Fatalf("reason %q does not say why", v.Reason)
+	}
+	for name, mod := range map[string]func(*history.Config){
+		"one power-cutting kind": func(c *history.Config) { c.Nemeses = []string{history.NemesisRestartStorm, history.NemesisPartition} },
+		"fsync always":           func(c *history.Config) { c.Fsync = "always" },
+		"serial":                 func(c *history.Config) { c.Compose = false },
+		"no lazyfs":              func(c *history.Config) { c.LazyFS = false },
+	} {
+		c := base
+		c.Nemeses = append([]string(nil), base.Nemeses...)
+		mod(&c)
+		if a := allowedSet(&c); a[LostWrite] || a[InconsistentOffsets] {
+			t.Errorf("%s: loss allowed: %v", name, a)
+		}
+	}
+}

@@ -66,6 +66,8 @@ type Config struct {
 	Target         string
 	Shapes         []string
 	Interval, Hold time.Duration
+	// Compose lets faults of different kinds overlap (nemesis.PlanOptions).
+	Compose bool
 	// SlowDelay and SlowLoss are the slow nemesis's delay and loss percent.
 	SlowDelay time.Duration
 	SlowLoss  float64
@@ -185,6 +187,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	c.Target = string(target)
+	if target == nemesis.TargetCoordinator && c.Workload != WorkloadGroup {
+		return errors.New("--nemesis-target coordinator hits the consumer group's coordinator: add --workload group")
+	}
 	shapes, err := nemesis.ParseShapes(c.Shapes)
 	if err != nil {
 		return err
@@ -257,6 +262,9 @@ func (c *Config) queueConfig(bootstrap []string) queue.Config {
 	if c.Workload == WorkloadQueue {
 		q.Consumers = c.Consumers
 	}
+	if c.hasLinkFault() {
+		q.ResponseTimeout = max(queue.MinResponseTimeout, min(linkResponseTimeout, c.DeliveryTimeout))
+	}
 	return q
 }
 
@@ -264,6 +272,22 @@ func (c *Config) queueConfig(bootstrap []string) queue.Config {
 func (c *Config) txnConfig(bootstrap []string) txn.Config {
 	return txn.Config{Bootstrap: bootstrap, Topic: c.Topic, Partitions: c.Partitions, Producers: c.Producers,
 		Consumers: c.Consumers, AbortRate: c.AbortRate, Rate: c.Rate, RequestTimeout: c.DeliveryTimeout, Seed: c.Seed}
+}
+
+// linkResponseTimeout is the producers' response timeout in a run with
+// client-link faults: below the faults' holds, so a producer whose answer
+// was lost gives up on its connection and retries to the same broker while
+// the fault lasts, the path the faults are there to exercise.
+const linkResponseTimeout = 3 * time.Second
+
+// hasLinkFault: a nemesis of the run acts on the clients' links.
+func (c *Config) hasLinkFault() bool {
+	for _, k := range c.kinds() {
+		if nemesis.IsLinkKind(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // groupConfig is the group workload's config.
@@ -288,8 +312,13 @@ func (c *Config) planOptions() nemesis.PlanOptions {
 	for _, s := range c.Shapes {
 		shapes = append(shapes, nemesis.Shape(s))
 	}
-	return nemesis.PlanOptions{Kinds: c.kinds(), Interval: c.Interval, Hold: c.Hold, Limit: c.TimeLimit, Shapes: shapes}
+	return nemesis.PlanOptions{Kinds: c.kinds(), Interval: c.Interval, Hold: c.Hold, Limit: c.TimeLimit, Shapes: shapes,
+		MinDelayHold: c.DeliveryTimeout + delayBeyondDelivery, Compose: c.Compose}
 }
+
+// delayBeyondDelivery is how much longer than the delivery timeout a
+// delay-client holds requests: they arrive after their producer gave up.
+const delayBeyondDelivery = 2 * time.Second
 
 // Record is test.json: the settings the checker's theory and the reports
 // read, in the contract's format (history.Config), for a run on the named
@@ -297,7 +326,7 @@ func (c *Config) planOptions() nemesis.PlanOptions {
 func (c *Config) Record(runtimeName string) history.Config {
 	r := history.Config{Acks: c.Acks, MinISR: c.Cluster.MinISR, RF: c.RF, Partitions: c.Partitions,
 		Unclean: c.Cluster.Unclean, Idempotence: c.Idempotence, Fsync: c.Cluster.Fsync, LazyFS: c.Cluster.LazyFS,
-		Nemeses: c.Nemeses, NemesisTarget: c.Target, PartitionShapes: c.Shapes, Seed: c.Seed,
+		Nemeses: c.Nemeses, NemesisTarget: c.Target, PartitionShapes: c.Shapes, Compose: c.Compose, Seed: c.Seed,
 		LinkDelay: history.Duration(c.LinkDelay), ReplicaLagMax: history.Duration(c.Cluster.ReplicaLagMax),
 		TimeLimit: history.Duration(c.TimeLimit), Nodes: c.Cluster.Nodes, Runtime: runtimeName,
 		Workload: c.Workload, PlantedBugs: c.Cluster.Bugs, TransactionVersion: int(c.Cluster.TransactionVersion)}

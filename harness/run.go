@@ -12,6 +12,7 @@ import (
 	"gregor/internal/sleep"
 	"gregor/nemesis"
 	"gregor/runtime"
+	"gregor/runtime/clientlink"
 	"gregor/workloads/txn"
 )
 
@@ -204,7 +205,8 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	}
 	defer mds.Stop()
 
-	wl, clients, err := t.newWorkload(bootstrap, dir.hist, epoch)
+	links := clientlink.New()
+	wl, clients, err := t.newWorkload(bootstrap, links, dir.hist, epoch)
 	if err != nil {
 		return rep, err
 	}
@@ -214,10 +216,16 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	}
 	defer topo.Close()
 	topo.ControllerOnly = voters
+	if t.Workload == WorkloadGroup {
+		g := t.groupConfig()
+		g.Validate() // fills the default group id; t is validated
+		topo.Group = g.Group
+	}
 	runner := &nemesis.Runner{Cluster: c, Topo: topo, History: dir.hist, Epoch: epoch, Target: nemesis.Target(t.Target),
-		Crash: wl.Crash, Clients: clients, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
+		Crash: wl.Crash, Clients: clients, Links: links, SessionTimeout: t.Cluster.SessionTimeout, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
 	if tw, ok := wl.(*txn.Workload); ok {
 		topo.TransactionalIDs = txn.TransactionalIDs(t.Producers)
+		topo.TxnID = topo.TransactionalIDs[0] // --nemesis-target coordinator
 		runner.PauseProducer = tw.PauseProducer
 	}
 	pr.ops = wl.Ops
@@ -251,6 +259,11 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	hctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	if err := nemesis.HealAll(hctx, c, dir.hist, epoch); err != nil {
 		rep.Notes = append(rep.Notes, "heal: "+err.Error())
+	}
+	// Client links too: answers flow again, held requests go out now.
+	links.Heal()
+	if err := links.Wait(hctx); err != nil {
+		rep.Notes = append(rep.Notes, "heal: late deliveries of held requests still pending: "+err.Error())
 	}
 	cancel()
 

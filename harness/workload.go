@@ -3,10 +3,12 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"gregor/history"
 	"gregor/nemesis"
+	"gregor/runtime/clientlink"
 	"gregor/workloads/group"
 	"gregor/workloads/queue"
 	"gregor/workloads/txn"
@@ -32,12 +34,18 @@ type clientSteps func(ctx context.Context, k nemesis.Kind) ([]int, error)
 
 // newWorkload builds the test's workload on the brokers of bootstrap: the
 // group workload for Workload "group".
-func (t *Test) newWorkload(bootstrap []string, h *history.Writer, epoch time.Time) (Workload, clientSteps, error) {
+// Every client dials through links, so client-link faults can act on it.
+func (t *Test) newWorkload(bootstrap []string, links *clientlink.Links, h *history.Writer, epoch time.Time) (Workload, clientSteps, error) {
 	if t.Workload == WorkloadTxn {
-		wl, err := txn.New(t.txnConfig(bootstrap), h, epoch)
+		// The transactional producers dial through links: the client-link
+		// faults act on them (the requests KIP-890 is about).
+		tc := t.txnConfig(bootstrap)
+		tc.Dial = func(proc int) func(context.Context, string, string) (net.Conn, error) { return links.Dialer(proc) }
+		wl, err := txn.New(tc, h, epoch)
 		return wl, nil, err
 	}
 	producers := t.queueConfig(bootstrap)
+	producers.Dial = func(proc int) func(context.Context, string, string) (net.Conn, error) { return links.Dialer(proc) }
 	if t.Workload != WorkloadGroup {
 		wl, err := queue.New(producers, h, epoch)
 		return wl, nil, err

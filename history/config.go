@@ -55,6 +55,8 @@ type Config struct {
 	NemesisTarget string `json:"nemesis_target,omitempty"`
 	// PartitionShapes restricts the partition shapes drawn (empty: all).
 	PartitionShapes []string `json:"partition_shapes,omitempty"`
+	// Compose: faults of different kinds overlapped (gregor run --compose).
+	Compose bool `json:"compose,omitempty"`
 	// LinkDelay is a standing delay on every broker link (gregor run
 	// --link-delay), modelling brokers further apart.
 	LinkDelay Duration `json:"link_delay,omitempty"`

@@ -36,6 +36,23 @@ const (
 	// it still believes its transaction open.
 	NemesisKillTxnCoordinator = "kill-txn-coordinator"
 	NemesisPauseProducer      = "pause-producer"
+	// Client-link faults (runtime/clientlink) act on the network between
+	// the workload's clients and one broker, which stays up and leader:
+	// NemesisClientReset closes a client's connections to the broker (an
+	// RST); NemesisLoseResponses drops the broker's answers to a client
+	// (requests are applied, the client times out and retries to the same
+	// leader); NemesisDelayClient holds a client's requests to the broker
+	// and delivers them late, after the client gave up and retried on a new
+	// connection (Jepsen's Bufstream analysis).
+	NemesisClientReset   = "client-reset"
+	NemesisLoseResponses = "lose-responses"
+	NemesisDelayClient   = "delay-client"
+	// NemesisRestartStorm kills and restarts a broker (the target, drawn
+	// again each round) many times within one step, each time back before
+	// its session times out, waiting for a full ISR between rounds; on a
+	// lazyfs cluster every kill is a power cut: the restart races after
+	// power loss, hit many times per run.
+	NemesisRestartStorm = "restart-storm"
 )
 
 // Nemesis targets, as --nemesis-target and test.json's "nemesis_target"
@@ -47,6 +64,10 @@ const (
 	TargetMinority   = "minority"
 	TargetMajority   = "majority"
 	TargetAll        = "all"
+	// TargetCoordinator is the group coordinator of the run's consumer
+	// group (FindCoordinator key type 0), or the transaction coordinator of
+	// its transactional id (key type 1) where there is no group.
+	TargetCoordinator = "coordinator"
 )
 
 // Verbs that end a fault: a kill, stop or power loss ends with the broker's
@@ -89,6 +110,12 @@ const (
 	// TxnFault: the fault acts on transactions (their coordinator, their
 	// producers); only the txn workload has them.
 	TxnFault
+	// LinkFault: the fault acts on the links between workload clients and
+	// one broker (runtime/clientlink); the broker stays up and leader. A
+	// request may be applied with its answer lost, or applied late after
+	// the client retried: only a producer's idempotence (or a duplicate
+	// being allowed) keeps the log clean.
+	LinkFault
 )
 
 // NemesisKinds lists every kind with its classes, in the order --help
@@ -114,6 +141,10 @@ var NemesisKinds = []struct {
 	{NemesisKillTxnCoordinator, TakesLeaderAway | PowerCut | TxnFault},
 	// The frozen producer's requests in flight reach the brokers late.
 	{NemesisPauseProducer, ClientFault | TxnFault | DelaysRequests},
+	{NemesisClientReset, LinkFault},
+	{NemesisLoseResponses, LinkFault},
+	{NemesisDelayClient, LinkFault | DelaysRequests},
+	{NemesisRestartStorm, TakesLeaderAway | PowerCut},
 }
 
 // NemesisClasses are kind's classes; an unknown kind has none.

@@ -34,12 +34,16 @@ func TestNemesisVocabulary(t *testing.T) {
 		NemesisReassign:           TakesLeaderAway,
 		NemesisKillTxnCoordinator: TakesLeaderAway | PowerCut | TxnFault,
 		NemesisPauseProducer:      ClientFault | TxnFault | DelaysRequests,
+		NemesisClientReset:        LinkFault,
+		NemesisLoseResponses:      LinkFault,
+		NemesisDelayClient:        LinkFault | DelaysRequests,
+		NemesisRestartStorm:       TakesLeaderAway | PowerCut,
 	} {
 		if got := NemesisClasses(kind); got != want {
 			t.Errorf("%s: classes %b, want %b", kind, got, want)
 		}
 	}
-	if len(seen) != 14 || NemesisClasses("explode") != 0 {
+	if len(seen) != 18 || NemesisClasses("explode") != 0 {
 		t.Errorf("%d kinds; an unknown kind has classes %b", len(seen), NemesisClasses("explode"))
 	}
 	if EndVerb(NemesisKill) != VerbStart || EndVerb(NemesisKIP101) != "end-kip101" || !IsEndVerb(VerbHealAll) {

@@ -21,13 +21,14 @@ func TestDefaultMatrixCoversTheIssue(t *testing.T) {
 	}
 	for _, want := range []string{"--acks 0", "--acks 1", "--acks all", "--min-isr 1", "--min-isr 2", "--unclean=true", "--unclean=false",
 		"--nemesis kill --seed 1 --nemesis-target leader", "--nemesis partition", "--partition-shapes isolate-leader", "--nemesis pause", "--nemesis power-loss", "--lazyfs=true",
-		"--nemesis strand-leader", "--link-delay 50ms --runtime process", "--dedicated-controllers"} {
+		"--nemesis strand-leader", "--link-delay 50ms --runtime process", "--dedicated-controllers",
+		"--nemesis client-reset,lose-responses,delay-client --seed 1 --nemesis-target leader"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("default matrix lacks %q", want)
 		}
 	}
-	if len(cells) != 25 {
-		t.Fatalf("%d cells, want 5 configurations x 5 nemeses", len(cells))
+	if len(cells) != 30 {
+		t.Fatalf("%d cells, want 5 configurations x 6 nemeses", len(cells))
 	}
 	ids := map[string]bool{}
 	for _, c := range cells {
@@ -54,8 +55,8 @@ func TestNightlyCrossProductSkipsImpossible(t *testing.T) {
 		}
 	}
 	// 3 acks x 2 minisr x 2 unclean x 2 idem = 24, minus idempotence with
-	// acks 0/1 (8) = 16 configurations; x 14 nemeses x 3 seeds.
-	if len(cells) != 16*14*3 {
+	// acks 0/1 (8) = 16 configurations; x 17 nemeses x 3 seeds.
+	if len(cells) != 16*17*3 {
 		t.Fatalf("%d cells", len(cells))
 	}
 }

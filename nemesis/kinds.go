@@ -109,10 +109,16 @@ const (
 	// ends: use --controllers N (controller-only voters) for progress.
 	TargetMajority Target = history.TargetMajority
 	TargetAll      Target = history.TargetAll // every broker (power-loss of the whole cluster)
+	// TargetCoordinator is the broker FindCoordinator names for the run's
+	// consumer group (the group workload) or transactional id: the broker
+	// that owns the __consumer_offsets (or __transaction_state) partition
+	// the group's commits (or the transaction's state) go to. A run with
+	// neither falls back to a random broker, with a note.
+	TargetCoordinator Target = history.TargetCoordinator
 )
 
 // Targets lists every target.
-var Targets = []Target{TargetRandom, TargetLeader, TargetController, TargetMinority, TargetMajority, TargetAll}
+var Targets = []Target{TargetRandom, TargetLeader, TargetController, TargetMinority, TargetMajority, TargetAll, TargetCoordinator}
 
 // ParseTarget parses --nemesis-target.
 func ParseTarget(s string) (Target, error) {

@@ -39,6 +39,12 @@ type txnTopology interface {
 	TxnCoordinator(ctx context.Context, id string) (int32, error)
 }
 
+// coordinatorTopology is a Topology that can find a coordinator
+// (TargetCoordinator).
+type coordinatorTopology interface {
+	Coordinator(ctx context.Context) (int32, error)
+}
+
 // replicaTopology is a Topology that can read a partition's replicas and
 // ISR, which scenario faults (StrandLeader, KIP101) need.
 type replicaTopology interface {
@@ -94,6 +100,18 @@ func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, erro
 				return shuffled[:1]
 			}
 			return []int32{id}
+		case TargetCoordinator:
+			ct, ok := topo.(coordinatorTopology)
+			if !ok {
+				a.Note = "no coordinator to ask for: a random broker instead"
+				return shuffled[:1]
+			}
+			id, err := ct.Coordinator(ctx)
+			if err != nil || id < 0 {
+				a.Note = fmt.Sprintf("coordinator unknown (%v): a random broker instead", err)
+				return shuffled[:1]
+			}
+			return []int32{id}
 		case TargetMinority:
 			return shuffled[:max(1, (n-1)/2)]
 		case TargetMajority:
@@ -133,6 +151,10 @@ func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, erro
 		}
 		a.Note = "coordinator of transactional id " + id
 		a.Nodes = []int32{node}
+		return a, nil
+	}
+	if IsLinkKind(s.Kind) {
+		a.Nodes = targetNodes()[:1] // the clients' links to one broker
 		return a, nil
 	}
 	if s.Kind != Partition {

@@ -11,6 +11,7 @@ import (
 	"gregor/history"
 	"gregor/internal/sleep"
 	"gregor/runtime"
+	"gregor/runtime/clientlink"
 )
 
 // Runner applies a schedule to a cluster and writes every fault's start and
@@ -47,6 +48,12 @@ type Runner struct {
 	StopGrace time.Duration
 	// UndoTimeout bounds undoing one fault (a restart); default 60s.
 	UndoTimeout time.Duration
+	// SessionTimeout is the brokers' session timeout, which a
+	// restart-storm's downtimes stay below; 0: 3 s.
+	SessionTimeout time.Duration
+	// Links is the workload clients' network (runtime/clientlink), which
+	// the client-link faults act on. Needed for those steps.
+	Links *clientlink.Links
 	// PhaseWait bounds a scenario phase that waits for the cluster (an ISR
 	// shrink, an election); default 12s.
 	PhaseWait time.Duration
@@ -55,7 +62,8 @@ type Runner struct {
 	done   atomic.Int32
 }
 
-// Active is the number of faults in force now (0 or 1: steps do not overlap).
+// Active is the number of faults in force now (at most 1 for a serial
+// schedule).
 func (r *Runner) Active() int { return int(r.active.Load()) }
 
 // Done is the number of faults started so far.
@@ -67,6 +75,10 @@ func (r *Runner) Done() int { return int(r.done.Load()) }
 func (r *Runner) Run(ctx context.Context, sched Schedule) error {
 	if err := sched.Check(); err != nil {
 		return err // overlapping faults would undo each other's effects
+	}
+	if !sched.Serial() {
+		r.runOverlapping(ctx, sched)
+		return nil
 	}
 	base := time.Now()
 	for i, st := range sched {
@@ -87,11 +99,21 @@ type opValue struct {
 	Hold   string `json:"hold,omitempty"`
 	// Process is the client a client-crash tore down.
 	Process *int `json:"process,omitempty"`
-	// Phase names a scenario fault's phase (see StrandLeader, KIP101).
+	// Phase names a scenario fault's phase (see StrandLeader, KIP101), or
+	// a restart-storm round's; Round numbers the round (at the storm's
+	// end: how many there were).
 	Phase string `json:"phase,omitempty"`
+	Round *int   `json:"round,omitempty"`
 	// Processes are the consumers a consumer-restart or consumer-join
-	// started.
+	// started, or the clients a link fault hit.
 	Processes []int `json:"processes,omitempty"`
+	// Broker is the address a link fault acted on; Conns how many of the
+	// clients' connections to it the fault found (a delay-client's end: how
+	// many delivered held bytes); LateBytes what a delay-client delivered
+	// late, at its end.
+	Broker    string `json:"broker,omitempty"`
+	Conns     *int   `json:"conns,omitempty"`
+	LateBytes *int   `json:"late_bytes,omitempty"`
 }
 
 func (r *Runner) write(verb string, v opValue, err error) {
@@ -122,6 +144,14 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	}
 	if st.Kind == Reassign {
 		r.reassign(ctx, st, v)
+		return
+	}
+	if IsLinkKind(st.Kind) {
+		r.link(ctx, st, v)
+		return
+	}
+	if st.Kind == RestartStorm {
+		r.storm(ctx, st, v)
 		return
 	}
 	if st.Kind == ClientCrash {
@@ -300,7 +330,7 @@ func Describe(ctx context.Context, sched Schedule, t Target, topo Topology) ([]h
 		raw, _ := json.Marshal(v)
 		ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(st.At), Process: history.Nemesis,
 			Type: history.Info, F: string(st.Kind), Raw: raw})
-		if !IsClientKind(st.Kind) {
+		if !instant(st.Kind) {
 			ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(st.At + st.Hold), Process: history.Nemesis,
 				Type: history.Info, F: undoVerb(st.Kind), Raw: raw})
 		}

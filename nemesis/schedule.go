@@ -23,9 +23,14 @@ type Step struct {
 }
 
 // Schedule is a test's faults in start order. Invariant (Check: Plan's
-// output and Runner.Run's input): steps do not overlap (each starts after
-// the previous one's hold ended), so at most one fault is active at a time
-// and every fault is undone before the next.
+// output and Runner.Run's input): steps are in start order, and steps of
+// one stream (stream: the network faults share one, every other kind is
+// its own) do not overlap, so no fault undoes another's effect half-way (a
+// partition's heal would lift a slow link's rules). A serial schedule
+// (Serial: no two steps overlap at all, Plan without Compose) has at most
+// one fault in force at a time, each undone before the next; a composed
+// one (PlanOptions.Compose) overlaps faults of different streams, as
+// Jepsen's composed nemeses do.
 type Schedule []Step
 
 // Check returns the first broken invariant of s, or nil.
@@ -33,16 +38,35 @@ func (s Schedule) Check() error {
 	if len(s) > MaxSteps {
 		return fmt.Errorf("nemesis schedule of %d steps, at most %d", len(s), MaxSteps)
 	}
+	end := map[string]time.Duration{} // stream -> when its last step ends
+	last := map[string]int{}
 	for i, st := range s {
 		if st.At < 0 || st.Hold < 0 {
 			return fmt.Errorf("nemesis step %d: at %v, hold %v: both must be >= 0", i, st.At, st.Hold)
 		}
-		if i > 0 && st.At < s[i-1].At+s[i-1].Hold {
-			return fmt.Errorf("nemesis step %d (%s at %v) starts before step %d (%s) ends at %v",
-				i, st.Kind, st.At, i-1, s[i-1].Kind, s[i-1].At+s[i-1].Hold)
+		if i > 0 && st.At < s[i-1].At {
+			return fmt.Errorf("nemesis step %d (%s at %v) starts before step %d (%s at %v): steps go in start order",
+				i, st.Kind, st.At, i-1, s[i-1].Kind, s[i-1].At)
 		}
+		k := stream(st.Kind)
+		if e, ok := end[k]; ok && st.At < e {
+			j := last[k]
+			return fmt.Errorf("nemesis step %d (%s at %v) starts before step %d (%s) ends at %v",
+				i, st.Kind, st.At, j, s[j].Kind, e)
+		}
+		end[k], last[k] = st.At+st.Hold, i
 	}
 	return nil
+}
+
+// Serial reports whether no two steps of s overlap.
+func (s Schedule) Serial() bool {
+	for i := 1; i < len(s); i++ {
+		if s[i].At < s[i-1].At+s[i-1].Hold {
+			return false
+		}
+	}
+	return true
 }
 
 // MaxSteps bounds a schedule whatever the interval and limit.
@@ -60,6 +84,14 @@ type PlanOptions struct {
 	Limit time.Duration
 	// Shapes a partition step draws from (nil: every shape).
 	Shapes []Shape
+	// MinDelayHold is the shortest hold of a delay-client step: beyond the
+	// producers' delivery timeout, so that the held requests arrive after
+	// their clients gave up on them.
+	MinDelayHold time.Duration
+	// Compose lets faults of different streams overlap (a kill during a
+	// partition, a pause during a restart): each stream draws its own
+	// timeline of Interval gaps and Hold durations (composeTimelines).
+	Compose bool
 }
 
 // Plan draws a schedule from seed. The same seed and options give the same
@@ -72,13 +104,27 @@ func Plan(seed int64, o PlanOptions) (Schedule, error) {
 		return nil, nil
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e656d65736973)) // "nemesis"
+	if o.Compose {
+		s := composeTimelines(rng, o)
+		return s, s.Check()
+	}
+	s := timeline(rng, o, o.Kinds, MaxSteps)
+	return s, s.Check()
+}
+
+// timeline draws one serial run of steps of kinds from rng: quiet gap,
+// fault, quiet gap, ... until o.Limit or max steps.
+func timeline(rng *rand.Rand, o PlanOptions, kinds []Kind, maxSteps int) Schedule {
 	jitter := func(mean time.Duration) time.Duration {
 		return mean/2 + time.Duration(rng.Int64N(int64(mean)))
 	}
 	var s Schedule
 	t := jitter(o.Interval)
-	for t < o.Limit && len(s) < MaxSteps {
-		st := Step{At: t, Kind: o.Kinds[rng.IntN(len(o.Kinds))], Hold: jitter(o.Hold), Pick: rng.Uint64()}
+	for t < o.Limit && len(s) < maxSteps {
+		st := Step{At: t, Kind: kinds[rng.IntN(len(kinds))], Hold: jitter(o.Hold), Pick: rng.Uint64()}
+		if st.Kind == DelayClient {
+			st.Hold = max(st.Hold, o.MinDelayHold)
+		}
 		if st.Kind == Partition {
 			shapes := o.Shapes
 			if len(shapes) == 0 {
@@ -89,5 +135,5 @@ func Plan(seed int64, o PlanOptions) (Schedule, error) {
 		s = append(s, st)
 		t += st.Hold + jitter(o.Interval)
 	}
-	return s, s.Check()
+	return s
 }

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/runtime"
 )
@@ -24,6 +26,9 @@ type KafkaTopology struct {
 	// TransactionalIDs are the txn workload's producers' ids
 	// (KillTxnCoordinator draws one).
 	TransactionalIDs []string
+	// Group and TxnID are the consumer group and transactional id whose
+	// coordinator TargetCoordinator hits (the group first); "" for none.
+	Group, TxnID string
 }
 
 // TxnIDs implements txnTopology.
@@ -43,6 +48,35 @@ func (k *KafkaTopology) TxnCoordinator(ctx context.Context, id string) (int32, e
 		return -1, fmt.Errorf("FindCoordinator %s: %w", id, r.Err)
 	}
 	return r.NodeID, nil
+}
+
+// Coordinator implements coordinatorTopology: FindCoordinator for Group
+// (key type 0), else for TxnID (key type 1, KIP-98).
+func (k *KafkaTopology) Coordinator(ctx context.Context) (int32, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	switch {
+	case k.Group != "":
+		req.CoordinatorKey, req.CoordinatorType = k.Group, 0
+	case k.TxnID != "":
+		req.CoordinatorKey, req.CoordinatorType = k.TxnID, 1
+	default:
+		return -1, fmt.Errorf("the run has no consumer group and no transactional id")
+	}
+	req.CoordinatorKeys = []string{req.CoordinatorKey} // v4+ (KIP-699)
+	ctx, cancel := context.WithTimeout(ctx, metadataTimeout)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, k.cl)
+	if err != nil {
+		return -1, err
+	}
+	id, code := resp.NodeID, resp.ErrorCode
+	if len(resp.Coordinators) > 0 {
+		id, code = resp.Coordinators[0].NodeID, resp.Coordinators[0].ErrorCode
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		return -1, fmt.Errorf("find coordinator of %q: %w", req.CoordinatorKey, err)
+	}
+	return id, nil
 }
 
 // NewKafkaTopology dials nothing yet; Close releases the client.

@@ -108,7 +108,7 @@ func Probes(timeLimit time.Duration) []Probe {
 // kind, leader-targeted where that is the harder case.
 func SafeNemeses() []matrix.Nemesis {
 	lazy := matrix.Settings{LazyFS: ptr(true), Fsync: "never"}
-	return []matrix.Nemesis{
+	return append([]matrix.Nemesis{
 		killLeader,
 		{Name: "stop", Kinds: []string{"stop"}, Interval: "3s", Duration: "3s"},
 		{Name: "pause-leader", Kinds: []string{"pause"}, Target: "leader", Interval: "3s", Duration: "4s"},
@@ -119,7 +119,7 @@ func SafeNemeses() []matrix.Nemesis {
 		strandLeader,
 		kip101,
 		{Name: "client-crash", Kinds: []string{"client-crash", "kill"}, Interval: "2s", Duration: "3s"},
-	}
+	}, linkSafeNemeses()...)
 }
 
 // SafeLabel and BugLabel name a plan's matrix rows.

@@ -42,7 +42,8 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.StringSliceVar(&cfg.Nemeses, "nemesis", def.Nemeses, "faults, comma-separated: "+kindList()+" (none: no faults)")
 	fl.DurationVar(&cfg.Interval, "nemesis-interval", def.Interval, "mean quiet time between faults")
 	fl.DurationVar(&cfg.Hold, "nemesis-duration", def.Hold, "mean duration of a fault")
-	fl.StringVar(&cfg.Target, "nemesis-target", def.Target, "random | leader | controller | minority | majority | all")
+	fl.BoolVar(&cfg.Compose, "compose", def.Compose, "let faults of different kinds overlap (each kind its own timeline; partition and slow share one)")
+	fl.StringVar(&cfg.Target, "nemesis-target", def.Target, "random | leader | controller | minority | majority | all | coordinator (the consumer group's)")
 	fl.StringSliceVar(&cfg.Shapes, "partition-shapes", def.Shapes, "partition shapes to draw from (default all): isolate-one, isolate-leader, halves, majorities-ring, bridge")
 	fl.DurationVar(&cfg.SlowDelay, "slow-delay", def.SlowDelay, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
 	fl.Float64Var(&cfg.SlowLoss, "slow-loss", def.SlowLoss, "slow nemesis: packet loss percent")
@@ -89,6 +90,15 @@ client-crash (tears down a workload client mid-operation; with --workload
 group a consumer crashes mid-batch and a fresh one joins in its place),
 consumer-restart (rolling restart of the group's consumers), consumer-join
 (one more consumer joins the group); the last two need --workload group.
+Client-link faults act on the clients' connections to one broker (the
+target), which stays up: client-reset (closes them), lose-responses (its
+answers are lost: requests are applied and retried to the same leader),
+delay-client (requests held past the delivery timeout, delivered late after
+the client retried on a new connection). restart-storm kills and restarts
+the target many times in one fault, each back within the session timeout
+and with a full ISR between rounds (on --lazyfs each kill is a power cut).
+--compose lets faults of different kinds overlap (a kill during a
+partition): each kind draws its own timeline, partition and slow share one.
 
 --workload group: the producers, and --consumers franz-go consumers in one
 group that process each record (--processing-time, --failure-rate,
@@ -99,7 +109,8 @@ cooperative-sticky, --static membership, --max-poll-records and
 figures (rebalance pauses, lag) to results.json and the report.
 --nemesis-target: random, leader (of a drawn partition), controller (the
 ControllerID Metadata reports: a live broker, not necessarily the active raft
-leader), minority, majority, all. With brokers in combined mode, a majority
+leader), minority, majority, all, coordinator (of the --workload group
+consumer group: FindCoordinator). With brokers in combined mode, a majority
 fault loses the controller quorum; add --controllers N for progress.
 The schedule comes from --seed: the same seed replays it.
 

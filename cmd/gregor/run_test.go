@@ -22,6 +22,7 @@ func TestRunRefusesImpossibleConfigs(t *testing.T) {
 		{[]string{"--nemesis", "kill,explode"}, "choose from kill"},
 		{[]string{"--nemesis-target", "leeder"}, "choose from random"},
 		{[]string{"--nemesis", "power-loss"}, "add --lazyfs"},
+		{[]string{"--nemesis-target", "coordinator"}, "add --workload group"},
 		{[]string{"--acks", "2"}, "give 0, 1 or all"},
 		{[]string{"--partition-shapes", "isolate-leader,triangle"}, "choose from isolate-one"},
 		{[]string{"--link-delay", "2s"}, "give 0 to 500ms"},

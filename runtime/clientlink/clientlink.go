@@ -43,6 +43,10 @@ const maxHeld = 64 << 20
 // the broker must read the request before the connection goes.
 const drainAfterLate = 5 * time.Second
 
+// DialTimeout bounds one dial (a kgo.Dialer replaces franz-go's dialer and
+// with it kgo.DialTimeout): a partitioned broker drops the SYN.
+const DialTimeout = time.Second
+
 // MaxHold bounds one hold: a request held longer than any client waits
 // proves nothing more.
 const MaxHold = 2 * time.Minute
@@ -76,7 +80,7 @@ func (l *Links) Dialer(proc int) func(ctx context.Context, network, host string)
 	}
 	l.mu.Unlock()
 	return func(ctx context.Context, network, host string) (net.Conn, error) {
-		var d net.Dialer
+		d := net.Dialer{Timeout: DialTimeout}
 		raw, err := d.DialContext(ctx, network, host)
 		if err != nil {
 			return nil, err
@@ -163,6 +167,21 @@ func (l *Links) Hold(broker string, procs []int, d time.Duration) (int, error) {
 		c.hold(d)
 	}
 	return len(cs), nil
+}
+
+// Release delivers now what procs wrote to broker under a hold (late, in
+// order) and ends the hold; it returns how many connections held bytes and
+// how many bytes they delivered. A nemesis holds with a backstop longer
+// than its step and releases at the step's end, so it can say what came
+// late.
+func (l *Links) Release(broker string, procs []int) (conns, bytes int) {
+	for _, c := range l.matching(broker, procs) {
+		if n, ok := c.release(); ok {
+			conns++
+			bytes += n
+		}
+	}
+	return conns, bytes
 }
 
 // Heal ends every Lose and releases every hold now (held bytes are still
@@ -284,7 +303,7 @@ func (c *conn) hold(d time.Duration) {
 	until := time.Now().Add(d)
 	if !c.holding {
 		c.holding, c.flushed = true, make(chan struct{})
-		c.timer = time.AfterFunc(d, c.release)
+		c.timer = time.AfterFunc(d, func() { c.release() })
 	} else if until.After(c.heldUntil) {
 		c.timer.Reset(time.Until(until))
 	} else {
@@ -294,14 +313,15 @@ func (c *conn) hold(d time.Duration) {
 }
 
 // release delivers the held bytes now, in order, and ends the hold. On a
-// connection its client closed, it then drains and closes it.
-func (c *conn) release() {
+// connection its client closed, it then drains and closes it. It returns
+// the bytes delivered; ok is false when no hold was in force.
+func (c *conn) release() (delivered int, ok bool) {
 	c.wmu.Lock()
 	c.mu.Lock()
 	if !c.holding {
 		c.mu.Unlock()
 		c.wmu.Unlock()
-		return
+		return 0, false
 	}
 	held := c.held
 	c.held, c.holding = nil, false
@@ -322,6 +342,7 @@ func (c *conn) release() {
 		c.l.forget(c)
 		c.l.late.Done()
 	}
+	return len(held), true
 }
 
 // drainAndClose reads and drops the broker's answers to a late delivery

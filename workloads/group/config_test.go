@@ -79,7 +79,7 @@ func TestKillDialer(t *testing.T) {
 			go func() { buf := make([]byte, 1); c.Read(buf); c.Close() }()
 		}
 	}()
-	k := newKillDialer()
+	k := newKillDialer(nil, 0)
 	conn, err := k.dial(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -65,7 +65,8 @@ type consumer struct {
 
 // start makes slot s's next consumer and records its join.
 func (w *Workload) start(s *slot) (*consumer, error) {
-	c := &consumer{w: w, s: s, proc: w.q.NewProcess(), dial: newKillDialer(), pos: map[int32]kgo.EpochOffset{}}
+	proc := w.q.NewProcess()
+	c := &consumer{w: w, s: s, proc: proc, dial: newKillDialer(w.prod.Dial, proc), pos: map[int32]kgo.EpochOffset{}}
 	c.rng = rand.New(rand.NewPCG(uint64(w.prod.Seed), uint64(c.proc)+1))
 	c.event(history.RebalanceJoin, nil, -1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -490,15 +491,25 @@ func (c *consumer) leaveEvent() { c.writeEvent(history.RebalanceLeave, nil, -1) 
 // killDialer dials brokers and can cut every connection it made at once and
 // refuse new ones: a consumer crash without the client's cooperation.
 type killDialer struct {
-	d  net.Dialer
-	mu sync.Mutex
+	// dialFn dials one connection: the harness's client-link dialer for
+	// this process (queue.Config.Dial), or a plain dialer.
+	dialFn func(ctx context.Context, network, host string) (net.Conn, error)
+	mu     sync.Mutex
 	// conns are the open connections; dead refuses dials. Guarded by mu.
 	conns map[net.Conn]struct{}
 	dead  bool
 }
 
-func newKillDialer() *killDialer {
-	return &killDialer{d: net.Dialer{Timeout: time.Second}, conns: map[net.Conn]struct{}{}}
+// newKillDialer dials through links(proc) when links is set.
+func newKillDialer(links func(int) func(context.Context, string, string) (net.Conn, error), proc int) *killDialer {
+	k := &killDialer{conns: map[net.Conn]struct{}{}}
+	if links != nil {
+		k.dialFn = links(proc)
+	} else {
+		d := &net.Dialer{Timeout: time.Second}
+		k.dialFn = d.DialContext
+	}
+	return k
 }
 
 var errCrashed = errors.New("consumer crashed")
@@ -510,7 +521,7 @@ func (k *killDialer) dial(ctx context.Context, network, host string) (net.Conn, 
 	if dead {
 		return nil, errCrashed
 	}
-	conn, err := k.d.DialContext(ctx, network, host)
+	conn, err := k.dialFn(ctx, network, host)
 	if err != nil {
 		return nil, err
 	}

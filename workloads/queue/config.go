@@ -5,7 +5,9 @@
 package queue
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"gregor/history"
@@ -37,6 +39,38 @@ type Config struct {
 	PollTimeout time.Duration
 	// Seed drives which key each send goes to and which client a crash hits.
 	Seed int64
+	// Dial, if set, is the dialer of a workload client process (its history
+	// process id): the harness routes every client through its client-link
+	// network (runtime/clientlink) so link faults can act on it. nil: dial
+	// directly.
+	Dial func(process int) func(ctx context.Context, network, host string) (net.Conn, error)
+	// ResponseTimeout bounds a producer's wait for one produce answer before
+	// it closes the connection and retries (franz-go: ProduceRequestTimeout
+	// plus RequestTimeoutOverhead; Kafka's request.timeout.ms). 0: the
+	// default, min(DeliveryTimeout, 10s) plus 2 s. Link faults need it
+	// below their hold, so that a client whose answer was lost really
+	// retries to the same broker while the fault lasts.
+	ResponseTimeout time.Duration
+}
+
+// requestOverhead is franz-go's RequestTimeoutOverhead for every client:
+// the wait for an answer beyond a request's own timeout field.
+const requestOverhead = 2 * time.Second
+
+// MinResponseTimeout bounds ResponseTimeout below: half of it is the
+// produce request's own timeout (the broker's wait for the ISR), which must
+// leave the ISR time to answer.
+const MinResponseTimeout = time.Second
+
+// produceTimeouts are franz-go's ProduceRequestTimeout and
+// RequestTimeoutOverhead for a producer, which add up to the response
+// timeout.
+func (c *Config) produceTimeouts() (request, overhead time.Duration) {
+	if c.ResponseTimeout == 0 {
+		return min(c.DeliveryTimeout, 10*time.Second), requestOverhead
+	}
+	overhead = min(requestOverhead, c.ResponseTimeout/2)
+	return c.ResponseTimeout - overhead, overhead
 }
 
 // MaxClients bounds Producers+Consumers: each is a goroutine with a client.
@@ -75,6 +109,10 @@ func (c *Config) Validate() error {
 	}
 	if c.DeliveryTimeout <= 0 {
 		c.DeliveryTimeout = DefaultDeliveryTimeout
+	}
+	if c.ResponseTimeout != 0 && (c.ResponseTimeout < MinResponseTimeout || c.ResponseTimeout > c.DeliveryTimeout+requestOverhead) {
+		return fmt.Errorf("response timeout %v: give %v to the delivery timeout plus %v (%v)", c.ResponseTimeout,
+			MinResponseTimeout, requestOverhead, c.DeliveryTimeout+requestOverhead)
 	}
 	if c.PollTimeout <= 0 {
 		c.PollTimeout = 500 * time.Millisecond

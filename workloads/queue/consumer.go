@@ -31,7 +31,7 @@ func (w *Workload) assign(proc int, pos []int64) (*client, error) {
 	for p, o := range pos {
 		offs[int32(p)] = kgo.NewOffset().At(o)
 	}
-	opts := append(w.baseOpts(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.cfg.Topic: offs}),
+	opts := append(w.baseOpts(proc), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.cfg.Topic: offs}),
 		kgo.FetchMaxWait(min(w.cfg.PollTimeout, 500*time.Millisecond)))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -169,7 +169,7 @@ func (w *Workload) FinalRead(ctx context.Context) error {
 // endOffsets asks for every partition's high watermark until all answer or
 // ctx ends.
 func (w *Workload) endOffsets(ctx context.Context) ([]int64, error) {
-	cl, err := kgo.NewClient(w.baseOpts()...)
+	cl, err := kgo.NewClient(w.baseOpts(-1)...)
 	if err != nil {
 		return nil, err
 	}

@@ -11,11 +11,12 @@ import (
 	"gregor/history"
 )
 
-func (w *Workload) producerOpts(a *attempts) []kgo.Opt {
-	o := append(w.baseOpts(), a.opts()...)
+func (w *Workload) producerOpts(proc int, a *attempts) []kgo.Opt {
+	request, overhead := w.cfg.produceTimeouts()
+	o := append(w.baseOpts(proc), a.opts()...)
 	o = append(o, kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RecordDeliveryTimeout(w.cfg.DeliveryTimeout),
-		kgo.ProduceRequestTimeout(min(w.cfg.DeliveryTimeout, 10*time.Second)),
+		kgo.ProduceRequestTimeout(request), kgo.RequestTimeoutOverhead(overhead),
 		kgo.ProducerLinger(0))
 	switch w.cfg.Acks {
 	case "0":
@@ -38,11 +39,12 @@ func (w *Workload) producerOpts(a *attempts) []kgo.Opt {
 // cannot be made (bad options: nothing to retry).
 func (w *Workload) newProducer() (*client, *attempts) {
 	a := &attempts{}
-	cl, err := kgo.NewClient(w.producerOpts(a)...)
+	proc := w.newProc()
+	cl, err := kgo.NewClient(w.producerOpts(proc, a)...)
 	if err != nil {
 		return nil, nil
 	}
-	c := &client{proc: w.newProc(), cl: cl}
+	c := &client{proc: proc, cl: cl}
 	w.register(c)
 	return c, a
 }

@@ -165,13 +165,19 @@ func (w *Workload) limiter(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
-func (w *Workload) baseOpts() []kgo.Opt {
-	return []kgo.Opt{
+// baseOpts are every client's options; proc is its history process, or -1
+// for the harness's own requests (end offsets), which dial directly.
+func (w *Workload) baseOpts(proc int) []kgo.Opt {
+	o := []kgo.Opt{
 		kgo.SeedBrokers(w.cfg.Bootstrap...),
 		kgo.DialTimeout(time.Second),
-		kgo.RequestTimeoutOverhead(2 * time.Second),
+		kgo.RequestTimeoutOverhead(requestOverhead),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 		kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.MetadataMaxAge(5 * time.Second),
 	}
+	if w.cfg.Dial != nil && proc >= 0 {
+		o = append(o, kgo.Dialer(w.cfg.Dial(proc)))
+	}
+	return o
 }

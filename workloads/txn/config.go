@@ -49,9 +49,10 @@ type Config struct {
 	// PollTimeout bounds one poll.
 	PollTimeout time.Duration
 	Seed        int64
-	// Dial, when set, is every client's dialer (runtime/clientlink's, for
-	// the client-link faults).
-	Dial func(ctx context.Context, network, host string) (net.Conn, error)
+	// Dial, when set, gives a transactional producer process its dialer
+	// (runtime/clientlink's, so the client-link faults act on it);
+	// consumers dial directly.
+	Dial func(proc int) func(ctx context.Context, network, host string) (net.Conn, error)
 }
 
 // MaxAbortRate keeps some transactions committed: a run of aborts only

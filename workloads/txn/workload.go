@@ -222,9 +222,6 @@ func (w *Workload) baseOpts() []kgo.Opt {
 		kgo.FetchMaxBytes(64 << 20),
 		kgo.FetchMaxPartitionBytes(32 << 20),
 	}
-	if w.cfg.Dial != nil {
-		o = append(o, kgo.Dialer(w.cfg.Dial))
-	}
 	return o
 }
 
@@ -309,6 +306,9 @@ func (w *Workload) produceLoop(ctx context.Context, i int, tokens <-chan struct{
 	txnID := TransactionalIDs(w.cfg.Producers)[i]
 	for ctx.Err() == nil {
 		opts := append(w.baseOpts(), w.consumeOpts(pos, true)...)
+		if w.cfg.Dial != nil {
+			opts = append(opts, kgo.Dialer(w.cfg.Dial(proc)))
+		}
 		opts = append(opts, kgo.TransactionalID(txnID), kgo.TransactionTimeout(w.cfg.TxnTimeout),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.RecordDeliveryTimeout(w.cfg.RequestTimeout), kgo.ProduceRequestTimeout(w.cfg.RequestTimeout),
