@@ -187,8 +187,8 @@ func (c *Config) Validate() error {
 		return err
 	}
 	c.Target = string(target)
-	if target == nemesis.TargetCoordinator && c.Workload != WorkloadGroup {
-		return errors.New("--nemesis-target coordinator hits the consumer group's coordinator: add --workload group")
+	if target == nemesis.TargetCoordinator && c.Workload != WorkloadGroup && c.Workload != WorkloadTxn {
+		return errors.New("--nemesis-target coordinator hits the consumer group's coordinator (or, with --workload txn, the first transactional id's): add --workload group or txn")
 	}
 	shapes, err := nemesis.ParseShapes(c.Shapes)
 	if err != nil {
