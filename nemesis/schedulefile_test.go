@@ -80,7 +80,11 @@ func TestScheduleFileRefusesBadSteps(t *testing.T) {
 		{"kind", func(f *ScheduleFile) { f.Steps[0].Kind = "explode" }, `step 0: unknown nemesis kind "explode"`},
 		{"shape", func(f *ScheduleFile) { f.Steps[1].Shape = "triangle" }, `step 1: partition shape "triangle"`},
 		{"pick", func(f *ScheduleFile) { f.Steps[0].Pick = "-1" }, `step 0: pick "-1"`},
-		{"overlap", func(f *ScheduleFile) { f.Steps[0].Hold = history.Duration(5 * time.Second) }, "starts before step 0"},
+		{"overlap", func(f *ScheduleFile) {
+			// Two kills overlap (one stream); a kill may overlap a partition.
+			f.Steps[0].Hold = history.Duration(5 * time.Second)
+			f.Steps[1].Kind, f.Steps[1].Shape = string(Kill), ""
+		}, "starts before step 0"},
 		{"version", func(f *ScheduleFile) { f.Version = 9 }, "version 9"},
 	}
 	for _, c := range cases {
