@@ -74,6 +74,9 @@ func checkWrites(ix *index, col *collector) {
 				anomaly := Unseen
 				if s.ack >= 0 && s.ack < k.maxRead {
 					anomaly = LostWrite
+					if c.f == history.FTxn {
+						anomaly = LostCommittedWrite
+					}
 				}
 				// The proof is not the acknowledgement the example cites
 				// but the first read that passed its offset without it
@@ -96,7 +99,11 @@ func checkWrites(ix *index, col *collector) {
 					return ex
 				})
 			case c.typ == history.Fail && s.read:
-				col.add(G1a, func() Example {
+				anomaly := G1a
+				if c.f == history.FTxn {
+					anomaly = AbortedRead
+				}
+				col.add(anomaly, func() Example {
 					r := &ix.calls[s.reader]
 					return Example{Key: name, Value: i64(s.value), Offsets: s.offsets,
 						Ops: []OpRef{refMop(c, name, -1, s.value), refMop(r, name, s.offsets[0], s.value)}}
@@ -171,7 +178,12 @@ func checkOrder(ix *index, col *collector) {
 			forget(c.proc)
 			continue
 		}
-		if c.typ == history.Info && hasPoll(c) {
+		if c.f == history.FPollUncommitted {
+			continue // read_uncommitted polls: not the committed log (txn.go)
+		}
+		if c.typ != history.OK && hasPoll(c) {
+			// An indeterminate poll, or a transaction that failed after
+			// polling: the consumer moved, and the history keeps no read.
 			forget(c.proc)
 		}
 		if c.typ != history.OK {

@@ -59,6 +59,9 @@ type keyIndex struct {
 	maxRead int64
 	// readPrefix[o] counts read offsets below o; built by finish.
 	readPrefix []int32
+	// txn: some send to the key was part of a transaction (f "txn"), so
+	// aborted records and markers take offsets no operation names.
+	txn bool
 	// lastPollEnd is the latest completion of a poll that read the key (-1:
 	// none); built by finish.
 	lastPollEnd int64
@@ -237,6 +240,9 @@ func buildIndex(calls []call) (*index, error) {
 			}
 			ix.stats.Sends++
 			k := ix.key(m.Key)
+			if c.f == history.FTxn {
+				k.txn = true
+			}
 			if prev, dup := k.byValue[m.Value]; dup {
 				return nil, &InputError{c.index, c.pos, fmt.Sprintf("value %d sent to key %q twice (also by op %d); values must be unique per key",
 					m.Value, m.Key, calls[k.sends[prev].call].index)}
@@ -259,6 +265,11 @@ func buildIndex(calls []call) (*index, error) {
 	for ci := range calls {
 		c := &calls[ci]
 		if c.typ != history.OK || c.event || c.proc == history.Nemesis {
+			continue
+		}
+		if c.f == history.FPollUncommitted {
+			// read_uncommitted: aborted and open transactions' records
+			// too; not a read of the committed log (txn.go counts them).
 			continue
 		}
 		for _, m := range c.op.Mops {

@@ -14,6 +14,7 @@ import (
 	"gregor/nemesis"
 	"gregor/runtime"
 	"gregor/runtime/clientlink"
+	"gregor/workloads/txn"
 )
 
 // Test is one `gregor run`: its settings (Config) and what runs them.
@@ -267,6 +268,11 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	}
 	runner := &nemesis.Runner{Cluster: c, Topo: topo, History: dir.hist, Epoch: epoch, Target: nemesis.Target(t.Target),
 		Crash: wl.Crash, Clients: clients, Links: links, SessionTimeout: t.Cluster.SessionTimeout, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
+	if tw, ok := wl.(*txn.Workload); ok {
+		topo.TransactionalIDs = txn.TransactionalIDs(t.Producers)
+		topo.TxnID = topo.TransactionalIDs[0] // --nemesis-target coordinator
+		runner.PauseProducer = tw.PauseProducer
+	}
 	pr.ops = wl.Ops
 	pr.faults = func() (int, int) { return runner.Done(), runner.Active() }
 	stopProgress := make(chan struct{})

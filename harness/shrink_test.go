@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -165,5 +166,32 @@ func TestShrinkOverruns(t *testing.T) {
 	got := overruns(sched, ops)
 	if got[7] != 7*time.Second || got[9] != 500*time.Millisecond || len(got) != 2 {
 		t.Fatalf("overruns %v, want 7s for the story, 500ms for the restart", got)
+	}
+}
+
+// schedule.json and run.json are written before the cluster boots: a run
+// that dies at boot leaves both, the schedule as drawn, nothing resolved.
+func TestScheduleWrittenBeforeBoot(t *testing.T) {
+	tc := leaderKillTest(t, "noboot", "all", 2)
+	tc.Binary = filepath.Join(t.TempDir(), "no-such-gregor")
+	rep, err := Run(context.Background(), tc)
+	if err == nil || rep == nil || rep.Dir == "" {
+		t.Fatalf("a run without a binary booted: %v", err)
+	}
+	sf, err := nemesis.ReadScheduleFile(history.RunDir(rep.Dir).Schedule())
+	if err != nil {
+		t.Fatalf("no schedule.json after a failed boot: %v", err)
+	}
+	s, err := sf.Schedule()
+	if err != nil || len(s) == 0 || fmt.Sprint(s) != fmt.Sprint(rep.Schedule) {
+		t.Fatalf("schedule.json %v (%v), want the drawn %v", s, err, rep.Schedule)
+	}
+	for i, r := range sf.Steps {
+		if r.Resolved != nil {
+			t.Errorf("step %d resolved before any fault ran: %v", i, r.Resolved)
+		}
+	}
+	if st, err := ReadSettings(history.RunDir(rep.Dir)); err != nil || st.Config.Seed != tc.Seed {
+		t.Fatalf("run.json after a failed boot: %+v %v", st, err)
 	}
 }

@@ -1,11 +1,13 @@
 package history
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -68,27 +70,65 @@ func WriteShrinkLinks(dir RunDir, l *ShrinkLinks) error {
 	return os.WriteFile(dir.Shrink(), append(b, '\n'), 0o644)
 }
 
-// FaultsInForce is how long a history's faults were in force: from a
-// nemesis operation starting a fault while none was, to the next one
-// ending a fault (as the reports' fault bands), or to the history's end.
+// FaultsInForce is how long a history's faults were in force, overlapping
+// faults counted once: each schedule step from its first nemesis operation
+// to its end, or, never ended, to the heal-all (or the history's end); an
+// instant fault (Instant) that writes no end takes no time.
 func FaultsInForce(ops []Op) time.Duration {
-	var total, end int64
-	start := int64(-1)
+	type span struct {
+		kind       string
+		start, end int64
+		ended      bool
+	}
+	steps := map[int]*span{}
+	var order []int
+	var last, healAll int64 = 0, -1
 	for _, op := range ops {
-		end = max(end, op.Time)
+		last = max(last, op.Time)
 		if op.Process != Nemesis {
 			continue
 		}
+		if op.F == VerbHealAll && healAll < 0 {
+			healAll = op.Time
+		}
+		var v struct {
+			Step *int `json:"step"`
+		}
+		if json.Unmarshal(op.Raw, &v) != nil || v.Step == nil {
+			continue
+		}
+		sp, ok := steps[*v.Step]
 		switch {
-		case IsEndVerb(op.F) && start >= 0:
-			total += op.Time - start
-			start = -1
-		case !IsEndVerb(op.F) && start < 0 && op.Error == "":
-			start = op.Time
+		case !ok && !IsEndVerb(op.F) && op.Error == "":
+			steps[*v.Step] = &span{kind: op.F, start: op.Time}
+			order = append(order, *v.Step)
+		case ok && IsEndVerb(op.F) && !sp.ended:
+			sp.end, sp.ended = op.Time, true
 		}
 	}
-	if start >= 0 {
-		total += end - start
+	var spans [][2]int64
+	for _, i := range order {
+		sp := steps[i]
+		switch {
+		case sp.ended:
+		case Instant(sp.kind):
+			continue
+		case healAll >= sp.start:
+			sp.end = healAll
+		default:
+			sp.end = last
+		}
+		spans = append(spans, [2]int64{sp.start, sp.end})
+	}
+	slices.SortFunc(spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var total, upTo int64
+	upTo = -1
+	for _, sp := range spans {
+		from := max(sp[0], upTo)
+		if sp[1] > from {
+			total += sp[1] - from
+		}
+		upTo = max(upTo, sp[1])
 	}
 	return time.Duration(total)
 }

@@ -147,3 +147,34 @@ func TestResumeRelabels(t *testing.T) {
 		t.Fatalf("resumed cell %+v: want the stored verdict in the current row", out[0])
 	}
 }
+
+// The txn matrix: transaction version 1 against 2, each under the six
+// fault sets of issue 15, every cell a txn workload run.
+func TestTxnMatrix(t *testing.T) {
+	s, err := Load("txn.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := s.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 2*6*3 {
+		t.Fatalf("%d cells, want 2 versions x 6 fault sets x 3 seeds", len(cells))
+	}
+	versions := map[string]int{}
+	for _, c := range cells {
+		args := strings.Join(c.Args, " ")
+		if !strings.Contains(args, "--workload txn") || !strings.Contains(args, "--acks all") || !strings.Contains(args, "--min-isr 2") {
+			t.Fatalf("cell %s: %s", c.ID, args)
+		}
+		for _, v := range []string{"1", "2"} {
+			if strings.Contains(args, "--transaction-version "+v) {
+				versions[v]++
+			}
+		}
+	}
+	if versions["1"] != 18 || versions["2"] != 18 {
+		t.Fatalf("cells per transaction version: %v", versions)
+	}
+}

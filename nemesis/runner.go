@@ -28,6 +28,12 @@ type Runner struct {
 	// crash before calling tearDown. ok is false when no client runs.
 	// Needed for ClientCrash steps.
 	Crash func() (process int, tearDown func(), ok bool)
+	// PauseProducer freezes one transactional producer mid-transaction
+	// for at least hold (the workload makes it longer than its
+	// transaction timeout) and returns its process, the hold used, and a
+	// channel closed when the producer runs again; ok is false when no
+	// producer runs. Needed for PauseProducer steps.
+	PauseProducer func(hold time.Duration) (process int, used time.Duration, resumed <-chan struct{}, ok bool)
 	// Clients runs a ConsumerRestart or ConsumerJoin step on the workload
 	// and returns the processes it started. Needed for those steps.
 	Clients func(ctx context.Context, k Kind) (processes []int, err error)
@@ -106,9 +112,6 @@ type opValue struct {
 	// Processes are the consumers a consumer-restart or consumer-join
 	// started, or the clients a link fault hit.
 	Processes []int `json:"processes,omitempty"`
-	// Commands are the fault commands the cluster ran for this operation,
-	// with their exit status and output (runtime.CommandRecorder).
-	Commands []runtime.CommandResult `json:"commands,omitempty"`
 	// Broker is the address a link fault acted on; Conns how many of the
 	// clients' connections to it the fault found (a delay-client's end: how
 	// many delivered held bytes); LateBytes what a delay-client delivered
@@ -116,6 +119,9 @@ type opValue struct {
 	Broker    string `json:"broker,omitempty"`
 	Conns     *int   `json:"conns,omitempty"`
 	LateBytes *int   `json:"late_bytes,omitempty"`
+	// Commands are the fault commands the cluster ran for this operation,
+	// with their exit status and output (runtime.CommandRecorder).
+	Commands []runtime.CommandResult `json:"commands,omitempty"`
 }
 
 func (r *Runner) write(verb string, v opValue, err error) {
@@ -176,6 +182,10 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 		}
 		return
 	}
+	if st.Kind == PauseProducer {
+		r.pauseProducer(ctx, st, v)
+		return
+	}
 	if GroupOnly(st.Kind) {
 		if r.Clients == nil {
 			r.write(string(st.Kind), v, errors.New("the workload has no group consumers (use --workload group)"))
@@ -201,6 +211,35 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	r.write(undoVerb(st.Kind), v, r.undo(uctx, st.Kind, a))
 }
 
+// pauseProducer runs a PauseProducer step: the pause is written when asked
+// for, its end when the producer runs again (bounded by the hold plus the
+// undo timeout).
+func (r *Runner) pauseProducer(ctx context.Context, st Step, v opValue) {
+	if r.PauseProducer == nil {
+		r.write(string(st.Kind), v, errors.New("no transactional producer to pause (use --workload txn)"))
+		return
+	}
+	p, used, resumed, ok := r.PauseProducer(st.Hold)
+	if !ok {
+		r.write(string(st.Kind), v, errors.New("no producer running"))
+		return
+	}
+	r.active.Add(1)
+	defer r.active.Add(-1)
+	r.done.Add(1)
+	v.Process, v.Hold = &p, used.String()
+	r.write(string(st.Kind), v, nil)
+	t := time.NewTimer(used + r.undoTimeout())
+	defer t.Stop()
+	var err error
+	select {
+	case <-resumed:
+	case <-t.C:
+		err = fmt.Errorf("producer %d did not run again within %v", p, used+r.undoTimeout())
+	}
+	r.write(undoVerb(st.Kind), v, err)
+}
+
 // eachNode applies f to every node, naming the node in each error.
 func eachNode(ctx context.Context, nodes []int32, f func(context.Context, int32) error) error {
 	var errs []error
@@ -217,7 +256,7 @@ func (r *Runner) apply(ctx context.Context, k Kind, a Action) error {
 	each := func(f func(context.Context, int32) error) { errs = append(errs, eachNode(ctx, a.Nodes, f)) }
 	c := r.Cluster
 	switch k {
-	case Kill, PowerLoss:
+	case Kill, PowerLoss, KillTxnCoordinator:
 		each(c.Kill)
 	case Stop:
 		grace := r.StopGrace
@@ -244,7 +283,7 @@ func (r *Runner) undo(ctx context.Context, k Kind, a Action) error {
 	each := func(f func(context.Context, int32) error) { errs = append(errs, eachNode(ctx, a.Nodes, f)) }
 	c := r.Cluster
 	switch k {
-	case Kill, PowerLoss, Stop:
+	case Kill, PowerLoss, Stop, KillTxnCoordinator:
 		each(c.Start)
 	case Pause:
 		each(c.Resume)

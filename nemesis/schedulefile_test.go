@@ -80,9 +80,8 @@ func TestScheduleFileRefusesBadSteps(t *testing.T) {
 		{"kind", func(f *ScheduleFile) { f.Steps[0].Kind = "explode" }, `step 0: unknown nemesis kind "explode"`},
 		{"shape", func(f *ScheduleFile) { f.Steps[1].Shape = "triangle" }, `step 1: partition shape "triangle"`},
 		{"pick", func(f *ScheduleFile) { f.Steps[0].Pick = "-1" }, `step 0: pick "-1"`},
-		// Two kills share a stream (faults of different kinds may overlap
-		// since --compose; one kind's may not).
 		{"overlap", func(f *ScheduleFile) {
+			// Two kills overlap (one stream); a kill may overlap a partition.
 			f.Steps[0].Hold = history.Duration(5 * time.Second)
 			f.Steps[1].Kind, f.Steps[1].Shape = string(Kill), ""
 		}, "starts before step 0"},

@@ -92,6 +92,9 @@ func (sh *shrinker) test(ctx context.Context, c Schedule) bool {
 	if v, ok := sh.seen[k]; ok {
 		return v
 	}
+	if c.Check() != nil {
+		return false // not a schedule a run would take: not replayed
+	}
 	if sh.res.Replays >= sh.o.MaxReplays || ctx.Err() != nil {
 		sh.res.Exhausted = true
 		return false
@@ -200,6 +203,8 @@ func complement(chunks []Schedule, skip int) Schedule {
 
 // shorten halves each step's hold, then the quiet time before each step
 // (moving it and every later step earlier), while the schedule still fails.
+// Both keep a valid schedule valid, composed ones too: shorter holds end
+// sooner, and a step moves only into time no earlier step holds.
 func (sh *shrinker) shorten(ctx context.Context, c Schedule) Schedule {
 	for i := range c {
 		for c[i].Hold/2 >= sh.o.MinHold && !sh.res.Exhausted {
@@ -213,9 +218,12 @@ func (sh *shrinker) shorten(ctx context.Context, c Schedule) Schedule {
 	}
 	for i := range c {
 		for !sh.res.Exhausted {
+			// The quiet time before step i: since every earlier step
+			// ended (a composed schedule's steps overlap; a step moved
+			// into one would break Check, or change the story).
 			prevEnd := time.Duration(0)
-			if i > 0 {
-				prevEnd = c[i-1].At + c[i-1].Hold
+			for _, p := range c[:i] {
+				prevEnd = max(prevEnd, p.At+p.Hold)
 			}
 			gap := c[i].At - prevEnd
 			if gap/2 < sh.o.MinGap {

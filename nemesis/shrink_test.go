@@ -127,3 +127,32 @@ func TestShrinkEdges(t *testing.T) {
 		t.Fatal("no replay budget accepted")
 	}
 }
+
+// A composed schedule (faults of different streams overlap) shrinks
+// through valid schedules only: every candidate the oracle sees passes
+// Check, and the step that matters is found and moved earlier.
+func TestShrinkComposedSchedule(t *testing.T) {
+	s, err := Plan(3, PlanOptions{Kinds: []Kind{Kill, Pause, Partition}, Interval: 2 * time.Second, Hold: 3 * time.Second,
+		Limit: 40 * time.Second, Compose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Serial() || len(s) < 6 {
+		t.Fatalf("the plan is not composed (%d steps, serial %v): the test would show nothing", len(s), s.Serial())
+	}
+	target := s[len(s)-2]
+	oracle := func(_ context.Context, c Schedule) (bool, error) {
+		if err := c.Check(); err != nil {
+			t.Fatalf("invalid candidate: %v", err)
+		}
+		_, ok := find(c, target.Pick)
+		return ok, nil
+	}
+	res, err := Shrink(context.Background(), s, oracle, ShrinkOptions{MaxReplays: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Schedule) != 1 || res.Schedule[0].Pick != target.Pick || res.Schedule[0].At >= target.At {
+		t.Fatalf("shrunk to %v, want the step at %v alone, earlier", res.Schedule.Steps(), target.At)
+	}
+}

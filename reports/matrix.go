@@ -44,12 +44,14 @@ type Cell struct {
 	Log string `json:"log,omitempty"`
 	// Group sums the consumer-group figures of a group-workload run.
 	Group *GroupCell `json:"group,omitempty"`
+	// Txn is a txn-workload run's transaction figures (matrix_txn.go).
+	Txn *TxnCell `json:"txn,omitempty"`
 }
 
 // CellFrom summarises a checker result as a cell.
 func CellFrom(config, nemesis string, seed int64, res *checker.Result, report string) Cell {
 	c := Cell{Config: config, Nemesis: nemesis, Seed: seed, Valid: strings.Trim(res.Valid.String(), `"`),
-		Counts: res.Counts, LostAcks: res.Stats.LostAcks, WriteAvailability: res.Availability.OKShare, Report: report, Group: groupCell(res)}
+		Counts: res.Counts, LostAcks: res.Stats.LostAcks, WriteAvailability: res.Availability.OKShare, Report: report, Group: groupCell(res), Txn: txnCell(res)}
 	for a := range res.Forbidden {
 		c.Forbidden = append(c.Forbidden, a)
 	}
@@ -264,6 +266,7 @@ type matrixCellView struct {
 	Runs     []Cell
 	Findings string
 	Group    *GroupCell // summed over the runs (matrix_group.go)
+	Txn      *TxnCell   // summed over the runs (matrix_txn.go)
 }
 
 type matrixRow struct {
@@ -319,6 +322,7 @@ func writeIndex(w io.Writer, title string, cells []Cell, val *Validation) error 
 		mc.Dups += c.Counts[checker.Duplicate]
 		mc.Avail += c.WriteAvailability
 		mc.Group = mc.Group.add(c.Group)
+		mc.Txn = mc.Txn.add(c.Txn)
 		switch {
 		case c.Valid == "crashed":
 			mc.Class = "crashed"

@@ -168,6 +168,7 @@ type runView struct {
 	Metadata    metadataView
 	Groups      template.HTML // group.go
 	Shrink      *shrinkView   // shrink.go
+	Txn         *txnView      // txn.go; nil without transactions
 }
 
 type keyView struct {
@@ -199,6 +200,7 @@ func buildRun(in RunInput) (*runView, error) {
 	ivs, nemesis, end := intervals(in.Ops)
 	bands := faultBands(nemesis, end)
 	v.Timeline = timeline(ivs, bands, end)
+	v.Txn = txnSection(in.Ops, bands, end)
 	v.Latency, v.Sends = latency(ivs, bands, end)
 	v.Throughput = throughput(ivs, bands, end)
 	v.Metadata = metadataChart(in.Metadata, bands, end, configMinISR(in.Config), in.MetadataNote)

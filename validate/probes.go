@@ -48,11 +48,25 @@ func Safe(timeLimit time.Duration) matrix.Settings {
 
 func ptr[T any](v T) *T { return &v }
 
+// SafeTxn is the safe configuration for the txn workload: Safe with
+// transaction version 2 (KIP-890), four transactional producers each
+// owning one of four partitions, and a third of the transactions aborted.
+func SafeTxn(timeLimit time.Duration) matrix.Settings {
+	s := Safe(timeLimit)
+	s.Partitions = ptr(4)
+	s.Workload = "txn" // in the row label too: its false alarms are its own row
+	s.Args = []string{"--dedicated-controllers", "--concurrency", "4", "--abort-rate", "0.3", "--transaction-version", "2"}
+	return s
+}
+
 var (
 	isolateLeader = matrix.Nemesis{Name: "isolate-leader", Kinds: []string{"partition"}, Shapes: []string{"isolate-leader"},
 		Target: "leader", Interval: "3s", Duration: "5s"}
-	strandLeader = matrix.Nemesis{Name: "strand-leader", Kinds: []string{"strand-leader"}, Interval: "3s", Duration: "3s"}
-	kip101       = matrix.Nemesis{Name: "kip101", Kinds: []string{"kip101"}, Interval: "3s", Duration: "3s",
+	strandLeader       = matrix.Nemesis{Name: "strand-leader", Kinds: []string{"strand-leader"}, Interval: "3s", Duration: "3s"}
+	pauseProducer      = matrix.Nemesis{Name: "pause-producer", Kinds: []string{"pause-producer"}, Interval: "3s", Duration: "4s"}
+	killTxnCoordinator = matrix.Nemesis{Name: "kill-txn-coordinator", Kinds: []string{"kill-txn-coordinator"}, Interval: "3s", Duration: "3s"}
+	killLeader         = matrix.Nemesis{Name: "kill-leader", Kinds: []string{"kill"}, Target: "leader", Interval: "3s", Duration: "3s"}
+	kip101             = matrix.Nemesis{Name: "kip101", Kinds: []string{"kip101"}, Interval: "3s", Duration: "3s",
 		// Y must stay in the ISR through the story (the KIP's timeline).
 		Settings: matrix.Settings{Args: []string{"--replica-lag-max", "20s"}}}
 )
@@ -71,6 +85,8 @@ func Probes(timeLimit time.Duration) []Probe {
 	kip.Partitions, kip.Rate = ptr(1), ptr(400.0)
 	kip.TimeLimit = max(timeLimit, 35*time.Second).String()
 	kip.Args = []string{"--dedicated-controllers", "--concurrency", "32"}
+	txnLong := SafeTxn(timeLimit)
+	txnLong.TimeLimit = max(timeLimit, 40*time.Second).String()
 	return []Probe{
 		{Bug: "ack-before-isr", Config: safe, Nemesis: isolateLeader,
 			Why: "the isolated leader, deposed by the majority, acknowledges acks=all writes its followers never fetch; the new leader's log lacks them: lost-write / inconsistent-offsets"},
@@ -80,6 +96,12 @@ func Probes(timeLimit time.Duration) []Probe {
 			Why: "the KIP-101 scenario: a follower holding acknowledged records above its lagging HW truncates to the HW when it starts following a new leader, then is elected: lost-write / inconsistent-offsets. Needs --replica-lag-max 20s so it stays in the ISR; one partition, 32 producers and at least 35 s (two stories) so the follower's last fetch response holds several acknowledged records"},
 		{Bug: "skip-min-isr", Config: safe, Nemesis: strandLeader,
 			Why: "the stranded leader's ISR shrinks to itself; with min ISR 2 a correct leader refuses acks=all (NOT_ENOUGH_REPLICAS), the bug acknowledges: the metadata samples show the ISR below min ISR while the ack happened (under-min-isr-ack)"},
+		{Bug: "lso-past-open-txn", Config: SafeTxn(timeLimit), Nemesis: killLeader,
+			Why: "the txn workload aborts a third of its transactions; read_committed fetches answered up to the high watermark return open transactions' records, and those later aborted are aborted reads (aborted-read), those read before the rest of their transaction intermediate reads. Faults are not needed; leader kills add failovers"},
+		{Bug: "no-zombie-fencing", Config: txnLong, Nemesis: pauseProducer,
+			Why: "a transactional producer frozen past its transaction timeout (15 s) is fenced and its transaction aborted; resumed, it sends on at its old epoch: a correct partition refuses (INVALID_PRODUCER_EPOCH), the bug appends, and the record joins the producer's next transaction on that partition, so when that one commits, part of the frozen transaction is read while its earlier writes were aborted (torn-transaction). A pause whose next transaction aborts shows nothing; at least 40 s for two pauses"},
+		{Bug: "marker-before-prepare", Config: txnLong, Nemesis: killTxnCoordinator,
+			Why: "markers go out before PrepareCommit is durable; a coordinator killed in that window leaves a successor that knows the transaction only as Ongoing and aborts it, while some partitions already hold its COMMIT: torn-transaction or aborted-read. The window is one replication round trip, so random kills hit it rarely: this probe measures how rarely"},
 		{Bug: "elect-outside-isr", Config: minISR1, Nemesis: strandLeader,
 			Why: "min ISR 1 (the bug needs writes only the ISR holds): the stranded leader acknowledges alone, is killed, and the controller elects a follower outside the ISR although unclean election is off: lost-write / inconsistent-offsets. A correct controller keeps the partition offline"},
 	}
@@ -103,10 +125,10 @@ func SafeNemeses() []matrix.Nemesis {
 	}, linkSafeNemeses()...)
 }
 
-var (
-	killLeader  = matrix.Nemesis{Name: "kill-leader", Kinds: []string{"kill"}, Target: "leader", Interval: "3s", Duration: "3s"}
-	clientCrash = matrix.Nemesis{Name: "client-crash", Kinds: []string{"client-crash", "kill"}, Interval: "2s", Duration: "3s"}
-)
+// TxnSafeNemeses are the faults of the txn workload's false-alarm runs.
+var TxnSafeNemeses = []matrix.Nemesis{killLeader, killTxnCoordinator, pauseProducer}
+
+var clientCrash = matrix.Nemesis{Name: "client-crash", Kinds: []string{"client-crash", "kill"}, Interval: "2s", Duration: "3s"}
 
 // GroupCommitModes are the group workload's commit modes
 // (workloads/group): each one's safe form is in the false-alarm set.
@@ -136,6 +158,9 @@ func SafeSets(timeLimit time.Duration) []SafeSet {
 			killLeader,
 		}})
 	}
+	// The txn workload's safe form (transaction version 2, KIP-890) under
+	// the faults its anomalies need: none of them is allowed there.
+	sets = append(sets, SafeSet{Config: SafeTxn(timeLimit), Nemeses: TxnSafeNemeses})
 	return sets
 }
 

@@ -15,29 +15,40 @@ import (
 	"gregor/reports"
 )
 
-// awaitingTxnWorkload are the planted bugs whose probes come with the txn
-// workload (issue 15): they break transactions, which neither the queue nor
-// the group workload uses, so no run gregor can make today would expose
-// them. TestEveryPlantedBugHasAProbe lets them go without a probe only while
-// `gregor run --workload txn` is refused; once it is accepted, each needs
-// its probe like any other bug, and this list goes.
-var awaitingTxnWorkload = []string{"lso-past-open-txn", "no-zombie-fencing", "marker-before-prepare", "txn-offsets-early"}
+// awaitingTxn are the planted transaction bugs whose probes need a part of
+// issue 15 not built yet, each with what it awaits: a nemesis kind or a
+// workload. TestEveryPlantedBugHasAProbe lets a bug go without a probe only
+// while `gregor run` refuses what it awaits; once accepted, the bug needs
+// its probe like any other, and its entry goes.
+var awaitingTxn = map[string]string{
+	"txn-offsets-early": "workload eos", // TxnOffsetCommit: only a consume-transform-produce pipeline commits offsets in transactions
+}
 
-// txnWorkloadExists reports whether a run accepts --workload txn.
-func txnWorkloadExists(t *testing.T) bool {
+// accepted reports whether `gregor run` accepts what a bug awaits.
+func accepted(t *testing.T, what string) bool {
 	c := harness.DefaultConfig()
 	if err := c.Validate(); err != nil {
 		t.Fatalf("the default run config does not validate: %v", err)
 	}
-	c.Workload = "txn"
-	err := c.Validate()
-	return err == nil || !strings.HasPrefix(err.Error(), `--workload "txn":`)
+	kind, name, _ := strings.Cut(what, " ")
+	switch kind {
+	case "nemesis":
+		c.Nemeses = []string{name}
+		err := c.Validate()
+		return err == nil || !strings.Contains(err.Error(), name+`"`)
+	case "workload":
+		c.Workload = name
+		err := c.Validate()
+		return err == nil || !strings.HasPrefix(err.Error(), `--workload "`+name+`":`)
+	}
+	t.Fatalf("awaitingTxn: %q names neither a nemesis nor a workload", what)
+	return false
 }
 
 // Every planted bug the broker carries (cluster.BugNames) has a probe, and
 // every probe plants a bug the broker carries: a bug without a probe is
 // never measured, a probe without a bug never fails. The one exception is
-// explicit: awaitingTxnWorkload, and only while there is no txn workload.
+// explicit: awaitingTxn, each only while what it awaits is refused.
 func TestEveryPlantedBugHasAProbe(t *testing.T) {
 	probes := map[string]bool{}
 	for _, p := range Probes(20 * time.Second) {
@@ -47,13 +58,12 @@ func TestEveryPlantedBugHasAProbe(t *testing.T) {
 	if len(bugs) == 0 {
 		t.Fatal("cluster.BugNames lists no planted bug")
 	}
-	txnWorkload := txnWorkloadExists(t)
 	for _, b := range bugs {
 		if probes[b] {
 			continue
 		}
-		if slices.Contains(awaitingTxnWorkload, b) && !txnWorkload {
-			t.Logf("planted bug %q has no probe yet: it awaits the txn workload (issue 15)", b)
+		if what, ok := awaitingTxn[b]; ok && !accepted(t, what) {
+			t.Logf("planted bug %q has no probe yet: it awaits the %s (issue 15)", b, what)
 			continue
 		}
 		t.Errorf("planted bug %q (cluster.BugNames) has no probe: add to Probes in validate/probes.go "+
@@ -66,9 +76,9 @@ func TestEveryPlantedBugHasAProbe(t *testing.T) {
 			t.Errorf("probe for %q, which cluster.BugNames does not list: the broker cannot plant it (remove the probe or add the switch in cluster/bugs.go)", b)
 		}
 	}
-	for _, b := range awaitingTxnWorkload {
+	for b := range awaitingTxn {
 		if !slices.Contains(bugs, b) || probes[b] {
-			t.Errorf("awaitingTxnWorkload names %q, which the broker does not plant or which has its probe: remove it from the list", b)
+			t.Errorf("awaitingTxn names %q, which the broker does not plant or which has its probe: remove it from the list", b)
 		}
 	}
 }
@@ -78,7 +88,7 @@ func TestEveryPlantedBugHasAProbe(t *testing.T) {
 func TestPlanCells(t *testing.T) {
 	// One run per (safe configuration, nemesis) pair: the queue under
 	// every safe nemesis, each group commit mode under two.
-	safeRuns := len(SafeNemeses()) + 2*len(GroupCommitModes)
+	safeRuns := len(SafeNemeses()) + 2*len(GroupCommitModes) + len(TxnSafeNemeses)
 	cells, err := Plan{Runs: 3, SafeRuns: safeRuns, TimeLimit: 20 * time.Second, Seed: 5}.Cells()
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +96,7 @@ func TestPlanCells(t *testing.T) {
 	bugs := map[string]int{}
 	safe := map[string]int{}
 	groupModes := map[string]int{}
+	txnSafe := map[string]int{}
 	probeArgs, controls := map[string]string{}, map[string]string{}
 	ids := map[string]bool{}
 	for _, c := range cells {
@@ -97,8 +108,12 @@ func TestPlanCells(t *testing.T) {
 	for _, c := range cells {
 		args := strings.Join(c.Args, " ")
 		limit := "--time-limit 20s"
-		if c.Label == BugLabel("truncate-to-hw") || c.Label == ControlLabel("truncate-to-hw") {
+		probe := strings.TrimPrefix(strings.TrimPrefix(c.Label, "bug="), "control=")
+		switch {
+		case probe == "truncate-to-hw":
 			limit = "--time-limit 35s" // two KIP-101 stories (see Probes)
+		case slices.ContainsFunc(strings.Split(probe, ","), func(b string) bool { return b == "no-zombie-fencing" || b == "marker-before-prepare" }):
+			limit = "--time-limit 40s" // two 15 s producer pauses (see Probes)
 		}
 		if !strings.Contains(args, limit) || !strings.Contains(args, "--dedicated-controllers") {
 			t.Fatalf("cell %s: %s", c.ID, args)
@@ -128,6 +143,8 @@ func TestPlanCells(t *testing.T) {
 			safe[c.Nemesis.Name]++
 		} else if m := commitMode(args); m != "" && strings.Contains(args, "--workload group") {
 			groupModes[m]++
+		} else if strings.Contains(args, "--workload txn") && strings.Contains(args, "--transaction-version 2") {
+			txnSafe[c.Nemesis.Name]++
 		} else {
 			t.Fatalf("safe cell of neither workload: %s %s", c.Label, args)
 		}
@@ -135,18 +152,21 @@ func TestPlanCells(t *testing.T) {
 	// Every probe's exact settings, fault and seeds run without the bug,
 	// once: ack-before-isr and hw-past-lagging-isr share settings and fault,
 	// so they share a control named after both.
-	if len(probeArgs) != 12 {
-		t.Fatalf("%d distinct probe runs without their bug, want 12 (two probes share theirs)", len(probeArgs))
+	// 8 probes x 3 seeds, less the 3 runs ack-before-isr and
+	// hw-past-lagging-isr share.
+	if len(probeArgs) != 21 {
+		t.Fatalf("%d distinct probe runs without their bug, want 21 (two probes share theirs)", len(probeArgs))
 	}
 	for a, b := range probeArgs {
 		if !slices.Contains(strings.Split(controls[a], ","), b) {
 			t.Errorf("probe run of %s %q has no control with the same arguments naming it (%q)", b, a, controls[a])
 		}
 	}
-	if len(controls) != 12 {
-		t.Errorf("%d control runs, want 12 (one per distinct probe run)", len(controls))
+	if len(controls) != 21 {
+		t.Errorf("%d control runs, want 21 (one per distinct probe run)", len(controls))
 	}
-	for _, b := range []string{"ack-before-isr", "hw-past-lagging-isr", "truncate-to-hw", "skip-min-isr", "elect-outside-isr"} {
+	for _, b := range []string{"ack-before-isr", "hw-past-lagging-isr", "truncate-to-hw", "skip-min-isr", "elect-outside-isr",
+		"lso-past-open-txn", "no-zombie-fencing", "marker-before-prepare"} {
 		if bugs[b] != 3 {
 			t.Errorf("bug %s: %d runs, want 3", b, bugs[b])
 		}
@@ -163,6 +183,12 @@ func TestPlanCells(t *testing.T) {
 			t.Errorf("group commit mode %s: %d safe runs, want 2 (one per nemesis)", m, groupModes[m])
 		}
 		total += groupModes[m]
+	}
+	for _, n := range TxnSafeNemeses {
+		if txnSafe[n.Name] != 1 {
+			t.Errorf("safe txn runs under %s: %d, want 1", n.Name, txnSafe[n.Name])
+		}
+		total += txnSafe[n.Name]
 	}
 	if total != safeRuns {
 		t.Errorf("%d safe runs, want %d", total, safeRuns)

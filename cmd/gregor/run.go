@@ -55,6 +55,7 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.StringVar(&cfg.Name, "name", def.Name, "test name (store subdirectory; default: the workload's name)")
 	fl.DurationVar(&cfg.MetadataInterval, "metadata-interval", def.MetadataInterval, "how often the topic's leaders and ISR are sampled into metadata.jsonl (100ms..5s)")
 	registerGroup(fl, cfg, def)
+	registerTxn(fl, cfg, def)
 }
 
 func kindList() string {
