@@ -303,6 +303,23 @@ func TestSummarize(t *testing.T) {
 	if lo, hi := s.FalseAlarmRate.Wilson(); s.FalseAlarmRate.String() != "1/5 = 20% (95% CI 3.6%-62%)" || lo <= 0 || hi != s.FalseAlarmHigh {
 		t.Fatalf("false alarm rate %s [%v, %v]", s.FalseAlarmRate, lo, hi)
 	}
+	// The report's section carries the same rates, intervals, sample
+	// sizes, and crashed and unknown counts.
+	sec := s.Section()
+	if sec.AlarmRate != "1/5 = 20% (95% CI 3.6%-62%)" || sec.SafeRuns != 5 || sec.Pass {
+		t.Fatalf("section %+v", sec)
+	}
+	var sawCrash, sawUnknown bool
+	for _, r := range sec.Rows {
+		if !strings.Contains(r.Result, "95% CI") || r.Runs == 0 {
+			t.Fatalf("section row without its interval or sample size: %+v", r)
+		}
+		sawCrash = sawCrash || (r.Name == "truncate-to-hw" && r.Crashed == 1 && !r.Pass)
+		sawUnknown = sawUnknown || (r.Nemesis == "kill-leader" && r.Unknown == 1 && !r.Pass)
+	}
+	if !sawCrash || !sawUnknown {
+		t.Fatalf("section rows %+v lack the crashed or the unknown run", sec.Rows)
+	}
 	var sb strings.Builder
 	s.WriteTable(&sb)
 	for _, want := range []string{"ack-before-isr", "9/10 = 90% (95% CI 60%-98%)", "BELOW TARGET", "false alarms: 1/5 = 20% (95% CI 3.6%-62%)", "3s (n=9)"} {
