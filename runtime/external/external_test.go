@@ -65,6 +65,16 @@ func TestFaultFileAgainstCluster(t *testing.T) {
 	if err := f.CheckKinds([]string{history.NemesisKill, history.NemesisClientCrash, history.NemesisReassign}, brokers); err != nil {
 		t.Fatalf("kill has kill and start everywhere: %v", err)
 	}
+	if err := f.CheckKinds([]string{history.NemesisRestartStorm, history.NemesisClientReset}, brokers); err != nil {
+		t.Fatalf("restart-storm has kill and start everywhere, client-reset needs no command: %v", err)
+	}
+	pauseOnly, err := LoadFaults(writeFile(t, "commands: {pause: 'p', resume: 'r'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pauseOnly.CheckKinds([]string{history.NemesisRestartStorm}, brokers); err == nil || !strings.Contains(err.Error(), `--nemesis restart-storm needs a "kill" command`) {
+		t.Fatalf("restart-storm without kill: %v", err)
+	}
 	if err := f.CheckKinds([]string{history.NemesisPause}, brokers); err == nil || !strings.Contains(err.Error(), `--nemesis pause needs a "pause" command for every broker; none for node(s) 1,2,3`) {
 		t.Fatalf("pause: %v", err)
 	}
