@@ -73,11 +73,14 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 	checkGroups(ix, col)
 	checkCommitRegression(ix, col)
 	checkMinISR(ix, col, cfg, opts.Metadata)
+	txnWarnings := checkTxns(ix, col)
 	lin, warnings := ix.checkLinear(col, &opts)
+	warnings = append(warnings, txnWarnings...)
 
 	res := Result{
 		Anomalies:       col.examples,
 		Counts:          col.counts,
+		Evidence:        col.evidence,
 		Forbidden:       map[string]string{},
 		Allowed:         map[string]string{},
 		Expected:        Expect(cfg),

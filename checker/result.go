@@ -24,11 +24,20 @@ const (
 	// offset the group had committed, acknowledged (commitregress.go).
 	CommittedOffsetRegression = "committed-offset-regression"
 	Nonlinearizable           = "nonlinearizable"
+	// Transactions (txn.go): the txn workload's anomalies.
+	AbortedRead        = "aborted-read"
+	TornTransaction    = "torn-transaction"
+	LostCommittedWrite = "lost-committed-write"
+	IntermediateRead   = "intermediate-read"
+	G0                 = "G0"
+	G1c                = "G1c"
+	GSingle            = "G-single"
 )
 
 // AnomalyNames lists every anomaly the checker knows, in table order.
 var AnomalyNames = []string{LostWrite, Unseen, Duplicate, InconsistentOffsets, NonmonotonicSend,
-	PollSkip, NonmonotonicPoll, G1a, CommittedSkip, Redelivered, CommittedOffsetRegression, Nonlinearizable, UnderMinISRAck}
+	PollSkip, NonmonotonicPoll, G1a, CommittedSkip, Redelivered, CommittedOffsetRegression, Nonlinearizable, UnderMinISRAck,
+	AbortedRead, TornTransaction, LostCommittedWrite, IntermediateRead, G0, G1c, GSingle}
 
 // Validity is true, false or unknown; it marshals as true, false or "unknown".
 type Validity int8
@@ -130,6 +139,15 @@ type Stats struct {
 	// inconsistent-offsets reports per offset). It is the matrix report's
 	// "lost acks": a record a consumer saw before it vanished is still lost.
 	LostAcks int `json:"lost_acks"`
+	// Transactions: committed, aborted (failed) and indeterminate txn
+	// operations; UncommittedAbortedReads counts records of aborted
+	// transactions that read_uncommitted polls returned (allowed in every
+	// transaction version: the control that shows aborted records were
+	// there to be read).
+	TxnCommitted            int `json:"txn_committed,omitempty"`
+	TxnAborted              int `json:"txn_aborted,omitempty"`
+	TxnUnknown              int `json:"txn_unknown,omitempty"`
+	UncommittedAbortedReads int `json:"uncommitted_aborted_reads,omitempty"`
 }
 
 // Result is the checker's answer; it marshals as DESIGN.md section 5's object.
@@ -141,7 +159,15 @@ type Result struct {
 	// theory; the reason is the theory's (for Allowed: "unsafe configuration
 	// demonstrated").
 	Forbidden map[string]string `json:"forbidden"`
-	Allowed   map[string]string `json:"allowed"`
+	// Evidence is, per anomaly found, the earliest time (ns on the
+	// history's clock) at which the history held its proof: for lost-write
+	// the first read past the acknowledged offset that lacked the record,
+	// for inconsistent-offsets the second value read at an offset, for
+	// under-min-isr-ack the metadata sample after the acknowledgement, else
+	// the latest operation the example cites. gregor validate's time to
+	// detection is measured to it.
+	Evidence map[string]int64  `json:"evidence,omitempty"`
+	Allowed  map[string]string `json:"allowed"`
 	// Expected is the full theory for the configuration, found or not.
 	Expected map[string]Verdict `json:"expected"`
 	// ConfigNote says where the theory came from, or that without a

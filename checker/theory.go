@@ -55,6 +55,21 @@ import (
 //	committed-offset-regression     unclean=true and L; power loss with min ISR <= 1; power
 //	                                loss on all or a majority: __consumer_offsets is written
 //	                                acks=all whatever the producers' acks
+//	aborted-read, torn-transaction, transaction version 1 and a fault that delays requests
+//	lost-committed-write,           (history.DelaysRequests: pause, partition, slow, the
+//	intermediate-read, G0, G1c,     delay-client nemesis): the protocol before KIP-890 assumes
+//	duplicate                       ordered delivery; a request arriving after its transaction
+//	                                ended, at the same epoch, joins the producer's next one.
+//	                                Never in version 2 (every EndTxn bumps the epoch: late
+//	                                requests are fenced). lost-committed-write, torn,
+//	                                intermediate-read, G0 and G1c also wherever acks=all
+//	                                records can be lost (the loss rules above)
+//	G-single                        the txn workload, even without faults: read_committed is not a
+//	                                snapshot; a poll fetches partitions separately and the
+//	                                markers land partition by partition (read skew)
+//	aborted records read by         not an anomaly in any version: read_uncommitted returns
+//	read_uncommitted polls          every record below the high watermark (KIP-98); counted in
+//	                                stats.uncommitted_aborted_reads
 //
 // Why the loss-derived anomalies follow loss: a lost acknowledged tail is
 // overwritten by the next records at the same offsets (inconsistent-offsets,
@@ -100,6 +115,12 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		powerLossOnMost = true
 	}
 	lossSet := []string{LostWrite, Unseen, InconsistentOffsets, NonmonotonicSend, Nonlinearizable}
+	txn := cfg.Workload == history.WorkloadTxn
+	if txn {
+		// A lost record of a committed transaction: the transaction is
+		// torn, and what replaces it breaks the offset order.
+		lossSet = append(lossSet, LostCommittedWrite, TornTransaction, IntermediateRead, G0, G1c)
+	}
 	minISR := cfg.MinISR
 	if cfg.RF > 0 && (minISR <= 0 || cfg.RF < minISR) {
 		minISR = min(max(minISR, 1), cfg.RF)
@@ -159,6 +180,13 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	}
 	if cfg.CommitMode == "on-revoked" && anyFault {
 		allow("commit in onPartitionsRevoked only: a crashed consumer never revokes, so what it processed since its last rebalance is consumed again by the next owner: at-least-once (seed 000 §8)", Redelivered)
+	}
+	if cfg.TransactionVersion == 1 && cfg.HasFault(history.DelaysRequests) {
+		allow("transaction version 1 (Kafka 3.x, before KIP-890) with a fault that delays a client's requests: the transaction protocol before KIP-890 assumes ordered delivery; the epoch stays the same across a producer's transactions, so a produce, AddPartitionsToTxn or EndTxn arriving after its transaction ended is taken into the producer's next one (an aborted write committed, a commit ending the wrong transaction, a write landing outside its transaction)",
+			AbortedRead, TornTransaction, LostCommittedWrite, IntermediateRead, G0, G1c, Duplicate)
+	}
+	if txn {
+		allow("read_committed is not a snapshot: a poll fetches each partition separately and a transaction's markers land partition by partition, so a reader can see one partition's part of a transaction and not yet another's (read skew; Kafka promises atomic visibility only per partition)", GSingle)
 	}
 	for _, a := range AnomalyNames {
 		if rs := reasons[a]; len(rs) > 0 {
@@ -236,6 +264,20 @@ func forbiddenReason(a string, cfg *history.Config, anyFault bool) string {
 		return "offsets are committed only after processing (or not at all) and failed records are retried, so no committed offset passes an unprocessed record"
 	case Redelivered:
 		return "no commit mode that re-delivers was configured"
+	case AbortedRead, TornTransaction, LostCommittedWrite, IntermediateRead, G0, G1c:
+		v := "transaction version 2 (KIP-890): every EndTxn bumps the producer epoch, so a request delayed past its transaction carries an older epoch and is fenced (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH); markers must be strictly newer (KIP-1228)"
+		if cfg.TransactionVersion == 1 {
+			v = "transaction version 1 without a fault that delays requests: no request arrives after its transaction ended"
+		}
+		switch a {
+		case AbortedRead:
+			return v + "; a read_committed consumer never returns an aborted transaction's records (the aborted-transaction index)"
+		case IntermediateRead:
+			return v + "; a read_committed fetch ends at the last stable offset, past a transaction only once all its records and its marker are replicated"
+		case G0, G1c:
+			return v + "; each transactional producer owns its keys and runs one transaction at a time, so offset order is its transaction order, and a reader sees a write only after its commit: no write or read cycle"
+		}
+		return v + "; a committed transaction's records are all below its COMMIT marker, on every ISR member, and read_committed returns them all"
 	case CommittedOffsetRegression:
 		return "__consumer_offsets is written acks=all with min ISR " + strconv.Itoa(cfg.MinISR) + " and clean election: an acknowledged commit survives a coordinator failover (the new coordinator reloads it), so a newly assigned consumer never starts below it"
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -181,10 +182,29 @@ func (tc *testCluster) createTopic(name string, partitions int32, rf int16, conf
 	if err != nil {
 		tc.t.Fatal(err)
 	}
-	if e := resp[name].Err; e != nil {
+	if e := resp[name].Err; e != nil && !(errors.Is(e, kerr.TopicAlreadyExists) && tc.shaped(name, partitions, rf)) {
 		tc.t.Fatalf("create %s: %v (%s)", name, e, resp[name].ErrMessage)
 	}
 	tc.waitFor("leaders elected", 10*time.Second, func() error { return tc.led(name) })
+}
+
+// shaped reports whether topic name exists with the given partitions and
+// RF. Every test cluster is fresh and names its own topics, so an existing
+// topic of the requested shape is the test's own create: on a loaded
+// machine the first CreateTopics can outlast its request timeout (Kafka
+// answers REQUEST_TIMED_OUT and creates the topic anyway), and franz-go's
+// retry then meets TOPIC_ALREADY_EXISTS.
+func (tc *testCluster) shaped(name string, partitions int32, rf int16) bool {
+	t := tc.any().Image().Topics[name]
+	if t == nil || int32(len(t.Partitions)) != partitions {
+		return false
+	}
+	for _, p := range t.Partitions {
+		if len(p.Replicas) != int(rf) {
+			return false
+		}
+	}
+	return true
 }
 
 // led reports why topic is not (yet) led on every partition, nil once it is.

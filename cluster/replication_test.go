@@ -133,6 +133,11 @@ func TestUncleanElection(t *testing.T) {
 			a := int(tc.leader("uncl", 0))
 			b := 3 - a
 			tc.block(a, b)
+			// b is in sync while it has everything (Kafka's isCaughtUp): a
+			// write only the leader has leaves it behind.
+			if _, err := produce(tc.client(kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()), "uncl", "behind"); err != nil {
+				t.Fatal(err)
+			}
 			tc.waitISRWithout("uncl", int32(b), 15*time.Second)
 			var acked []string
 			for i := 0; i < 5; i++ {

@@ -9,12 +9,14 @@ import (
 	"gregor/nemesis"
 	"gregor/workloads/group"
 	"gregor/workloads/queue"
+	"gregor/workloads/txn"
 )
 
 // Workloads (Config.Workload).
 const (
-	WorkloadQueue = "queue" // producers and assign-based readers
-	WorkloadGroup = "group" // producers and a consumer group (workloads/group)
+	WorkloadQueue = "queue"             // producers and assign-based readers
+	WorkloadGroup = "group"             // producers and a consumer group (workloads/group)
+	WorkloadTxn   = history.WorkloadTxn // transactional producers, read_committed consumers (workloads/txn)
 )
 
 // Config is one run's settings. Every flag of `gregor run` lands in exactly
@@ -52,6 +54,9 @@ type Config struct {
 	// Group is the group workload's settings (Workload "group"); its
 	// Consumers field is ignored: Consumers above counts them.
 	Group group.Config
+	// AbortRate is the txn workload's share of transactions aborted on
+	// purpose (Workload "txn").
+	AbortRate float64
 
 	// Nemeses are the fault kinds (nemesis.Kinds by name; "none" or
 	// nothing: no faults), Target whom they hit, Shapes the partition
@@ -71,6 +76,9 @@ type Config struct {
 	LinkDelay time.Duration
 	// Seed draws the nemesis schedule and the workload's choices.
 	Seed int64
+	// Schedule is a schedule.json to replay instead of drawing the
+	// schedule from Seed (which still seeds the workload); "" draws.
+	Schedule string
 
 	WarmUp    time.Duration // workload without faults before the first fault
 	TimeLimit time.Duration // the fault phase
@@ -182,8 +190,8 @@ func (c *Config) Validate() error {
 		return err
 	}
 	c.Target = string(target)
-	if target == nemesis.TargetCoordinator && c.Workload != WorkloadGroup {
-		return errors.New("--nemesis-target coordinator hits the consumer group's coordinator: add --workload group")
+	if target == nemesis.TargetCoordinator && c.Workload != WorkloadGroup && c.Workload != WorkloadTxn {
+		return errors.New("--nemesis-target coordinator hits the consumer group's coordinator (or, with --workload txn, the first transactional id's): add --workload group or txn")
 	}
 	shapes, err := nemesis.ParseShapes(c.Shapes)
 	if err != nil {
@@ -197,6 +205,14 @@ func (c *Config) Validate() error {
 		if nemesis.GroupOnly(k) && c.Workload != WorkloadGroup {
 			return fmt.Errorf("--nemesis %s acts on a consumer group: add --workload group", k)
 		}
+		if nemesis.TxnOnly(k) && c.Workload != WorkloadTxn {
+			return fmt.Errorf("--nemesis %s acts on transactions: add --workload txn", k)
+		}
+	}
+	if c.Schedule != "" {
+		if _, _, err := c.schedule(); err != nil {
+			return err
+		}
 	}
 	switch c.Workload {
 	case WorkloadQueue:
@@ -205,8 +221,20 @@ func (c *Config) Validate() error {
 		if err := g.Validate(); err != nil {
 			return err
 		}
+	case WorkloadTxn:
+		if c.Acks != "all" {
+			return fmt.Errorf("--workload txn with --acks %s: a transactional producer is idempotent and needs acks=all (Kafka's ProducerConfig refuses anything else); use --acks all", c.Acks)
+		}
+		c.Idempotence = true // transactional producers are idempotent: test.json records what ran
+		t := c.txnConfig(nil)
+		if err := t.Validate(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("--workload %q: give %s or %s", c.Workload, WorkloadQueue, WorkloadGroup)
+		return fmt.Errorf("--workload %q: give %s, %s or %s", c.Workload, WorkloadQueue, WorkloadGroup, WorkloadTxn)
+	}
+	if c.AbortRate != 0 && c.Workload != WorkloadTxn {
+		return fmt.Errorf("--abort-rate %v without --workload txn: only transactions abort", c.AbortRate)
 	}
 	q := c.queueConfig(nil)
 	return q.Validate()
@@ -246,6 +274,12 @@ func (c *Config) queueConfig(bootstrap []string) queue.Config {
 		q.ResponseTimeout = max(queue.MinResponseTimeout, min(linkResponseTimeout, c.DeliveryTimeout))
 	}
 	return q
+}
+
+// txnConfig is the txn workload's config, seeded from bootstrap.
+func (c *Config) txnConfig(bootstrap []string) txn.Config {
+	return txn.Config{Bootstrap: bootstrap, Topic: c.Topic, Partitions: c.Partitions, Producers: c.Producers,
+		Consumers: c.Consumers, AbortRate: c.AbortRate, Rate: c.Rate, RequestTimeout: c.DeliveryTimeout, Seed: c.Seed}
 }
 
 // linkResponseTimeout is the producers' response timeout in a run with
@@ -303,7 +337,10 @@ func (c *Config) Record(runtimeName string) history.Config {
 		Nemeses: c.Nemeses, NemesisTarget: c.Target, PartitionShapes: c.Shapes, Compose: c.Compose, Seed: c.Seed,
 		LinkDelay: history.Duration(c.LinkDelay), ReplicaLagMax: history.Duration(c.Cluster.ReplicaLagMax),
 		TimeLimit: history.Duration(c.TimeLimit), Nodes: c.Cluster.Nodes, Runtime: runtimeName,
-		Workload: c.Workload, PlantedBugs: c.Cluster.Bugs}
+		Workload: c.Workload, PlantedBugs: c.Cluster.Bugs, TransactionVersion: int(c.Cluster.TransactionVersion)}
+	if c.Workload == WorkloadTxn {
+		r.AbortRate = c.AbortRate
+	}
 	if r.Nemeses == nil {
 		r.Nemeses = []string{}
 	}

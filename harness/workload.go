@@ -11,6 +11,7 @@ import (
 	"gregor/runtime/clientlink"
 	"gregor/workloads/group"
 	"gregor/workloads/queue"
+	"gregor/workloads/txn"
 )
 
 // Workload is what a test drives: clients that write the history while the
@@ -35,6 +36,14 @@ type clientSteps func(ctx context.Context, k nemesis.Kind) ([]int, error)
 // group workload for Workload "group".
 // Every client dials through links, so client-link faults can act on it.
 func (t *Test) newWorkload(bootstrap []string, links *clientlink.Links, h *history.Writer, epoch time.Time) (Workload, clientSteps, error) {
+	if t.Workload == WorkloadTxn {
+		// The transactional producers dial through links: the client-link
+		// faults act on them (the requests KIP-890 is about).
+		tc := t.txnConfig(bootstrap)
+		tc.Dial = func(proc int) func(context.Context, string, string) (net.Conn, error) { return links.Dialer(proc) }
+		wl, err := txn.New(tc, h, epoch)
+		return wl, nil, err
+	}
 	producers := t.queueConfig(bootstrap)
 	producers.Dial = func(proc int) func(context.Context, string, string) (net.Conn, error) { return links.Dialer(proc) }
 	if t.Workload != WorkloadGroup {

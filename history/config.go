@@ -65,12 +65,22 @@ type Config struct {
 	Seed          int64    `json:"seed"`
 	TimeLimit     Duration `json:"time_limit"`
 	Nodes         int      `json:"nodes"`
-	Runtime       string   `json:"runtime,omitempty"` // docker or process
+	Runtime       string   `json:"runtime,omitempty"` // docker, process, image or external
 	Workload      string   `json:"workload,omitempty"`
+	// TransactionVersion is the cluster's transaction.version feature (1:
+	// Kafka 3.x transactions, 2: KIP-890); 0 in runs recorded before it was
+	// kept, read as the default, 2. AbortRate is the txn workload's share of
+	// transactions it aborts on purpose.
+	TransactionVersion int     `json:"transaction_version,omitempty"`
+	AbortRate          float64 `json:"abort_rate,omitempty"`
 	// PlantedBugs names the broker bug switches turned on. With any, forbidden
 	// anomalies are EXPECTED: the checker still reports them as forbidden.
 	PlantedBugs []string `json:"planted_bugs,omitempty"`
 }
+
+// WorkloadTxn is Config.Workload of the txn workload (workloads/txn): the
+// checker's theory has transaction rows for it.
+const WorkloadTxn = "txn"
 
 // ParseAcks is the one place a producer acks setting is spelled out: "0",
 // "1" or "all", and "-1", which Kafka's ProducerConfig takes as another

@@ -28,6 +28,14 @@ const (
 	// NemesisReassign is a membership change: a partition's replicas move
 	// to other brokers while writes go on (KIP-455), and back at its end.
 	NemesisReassign = "reassign"
+	// NemesisKillTxnCoordinator kills the broker coordinating a drawn
+	// transactional id (the leader of its __transaction_state partition)
+	// and restarts it after the hold; NemesisPauseProducer freezes one
+	// transactional producer mid-transaction for longer than
+	// transaction.timeout.ms, so the coordinator aborts and fences it while
+	// it still believes its transaction open.
+	NemesisKillTxnCoordinator = "kill-txn-coordinator"
+	NemesisPauseProducer      = "pause-producer"
 	// Client-link faults (runtime/clientlink) act on the network between
 	// the workload's clients and one broker, which stays up and leader:
 	// NemesisClientReset closes a client's connections to the broker (an
@@ -94,6 +102,14 @@ const (
 	// GroupFault: the fault acts on a consumer group's members; only the
 	// group workload has them.
 	GroupFault
+	// DelaysRequests: a client's request can reach a broker long after it
+	// was sent — held in a frozen broker's socket, retransmitted after a
+	// partition heals, crawling over a slowed link — after the client has
+	// timed out and moved on (transactions: DESIGN.md section 2, Version 1).
+	DelaysRequests
+	// TxnFault: the fault acts on transactions (their coordinator, their
+	// producers); only the txn workload has them.
+	TxnFault
 	// LinkFault: the fault acts on the links between workload clients and
 	// one broker (runtime/clientlink); the broker stays up and leader. A
 	// request may be applied with its answer lost, or applied late after
@@ -110,21 +126,24 @@ var NemesisKinds = []struct {
 }{
 	{NemesisKill, TakesLeaderAway | PowerCut},
 	{NemesisStop, TakesLeaderAway},
-	{NemesisPause, TakesLeaderAway},
-	{NemesisPartition, TakesLeaderAway},
-	{NemesisSlow, 0},
+	{NemesisPause, TakesLeaderAway | DelaysRequests},
+	{NemesisPartition, TakesLeaderAway | DelaysRequests},
+	{NemesisSlow, DelaysRequests},
 	{NemesisPowerLoss, TakesLeaderAway | PowerCut},
 	{NemesisClientCrash, ClientFault},
 	{NemesisConsumerRestart, ClientFault | GroupFault},
 	{NemesisConsumerJoin, ClientFault | GroupFault},
-	{NemesisStrandLeader, TakesLeaderAway}, // kills the stranded leader
-	{NemesisKIP101, TakesLeaderAway},       // kills two leaders in turn
+	{NemesisStrandLeader, TakesLeaderAway | DelaysRequests}, // kills the stranded leader
+	{NemesisKIP101, TakesLeaderAway | DelaysRequests},       // kills two leaders in turn
 	// Leadership moves to an ISR replica, which may lack an acks=1 tail:
 	// a leader loss without a crash.
 	{NemesisReassign, TakesLeaderAway},
+	{NemesisKillTxnCoordinator, TakesLeaderAway | PowerCut | TxnFault},
+	// The frozen producer's requests in flight reach the brokers late.
+	{NemesisPauseProducer, ClientFault | TxnFault | DelaysRequests},
 	{NemesisClientReset, LinkFault},
 	{NemesisLoseResponses, LinkFault},
-	{NemesisDelayClient, LinkFault},
+	{NemesisDelayClient, LinkFault | DelaysRequests},
 	{NemesisRestartStorm, TakesLeaderAway | PowerCut},
 }
 
@@ -141,7 +160,7 @@ func NemesisClasses(kind string) FaultClass {
 // EndVerb is the verb written when a fault of kind ends.
 func EndVerb(kind string) string {
 	switch kind {
-	case NemesisKill, NemesisStop, NemesisPowerLoss:
+	case NemesisKill, NemesisStop, NemesisPowerLoss, NemesisKillTxnCoordinator:
 		return VerbStart
 	case NemesisPause:
 		return VerbResume

@@ -20,28 +20,30 @@ func TestNemesisVocabulary(t *testing.T) {
 		}
 	}
 	for kind, want := range map[string]FaultClass{
-		NemesisKill:            TakesLeaderAway | PowerCut,
-		NemesisStop:            TakesLeaderAway,
-		NemesisPause:           TakesLeaderAway,
-		NemesisPartition:       TakesLeaderAway,
-		NemesisSlow:            0,
-		NemesisPowerLoss:       TakesLeaderAway | PowerCut,
-		NemesisClientCrash:     ClientFault,
-		NemesisConsumerRestart: ClientFault | GroupFault,
-		NemesisConsumerJoin:    ClientFault | GroupFault,
-		NemesisStrandLeader:    TakesLeaderAway,
-		NemesisKIP101:          TakesLeaderAway,
-		NemesisReassign:        TakesLeaderAway,
-		NemesisClientReset:     LinkFault,
-		NemesisLoseResponses:   LinkFault,
-		NemesisDelayClient:     LinkFault,
-		NemesisRestartStorm:    TakesLeaderAway | PowerCut,
+		NemesisKill:               TakesLeaderAway | PowerCut,
+		NemesisStop:               TakesLeaderAway,
+		NemesisPause:              TakesLeaderAway | DelaysRequests,
+		NemesisPartition:          TakesLeaderAway | DelaysRequests,
+		NemesisSlow:               DelaysRequests,
+		NemesisPowerLoss:          TakesLeaderAway | PowerCut,
+		NemesisClientCrash:        ClientFault,
+		NemesisConsumerRestart:    ClientFault | GroupFault,
+		NemesisConsumerJoin:       ClientFault | GroupFault,
+		NemesisStrandLeader:       TakesLeaderAway | DelaysRequests,
+		NemesisKIP101:             TakesLeaderAway | DelaysRequests,
+		NemesisReassign:           TakesLeaderAway,
+		NemesisKillTxnCoordinator: TakesLeaderAway | PowerCut | TxnFault,
+		NemesisPauseProducer:      ClientFault | TxnFault | DelaysRequests,
+		NemesisClientReset:        LinkFault,
+		NemesisLoseResponses:      LinkFault,
+		NemesisDelayClient:        LinkFault | DelaysRequests,
+		NemesisRestartStorm:       TakesLeaderAway | PowerCut,
 	} {
 		if got := NemesisClasses(kind); got != want {
 			t.Errorf("%s: classes %b, want %b", kind, got, want)
 		}
 	}
-	if len(seen) != 16 || NemesisClasses("explode") != 0 {
+	if len(seen) != 18 || NemesisClasses("explode") != 0 {
 		t.Errorf("%d kinds; an unknown kind has classes %b", len(seen), NemesisClasses("explode"))
 	}
 	if EndVerb(NemesisKill) != VerbStart || EndVerb(NemesisKIP101) != "end-kip101" || !IsEndVerb(VerbHealAll) {

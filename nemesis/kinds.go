@@ -35,6 +35,11 @@ const (
 	// Reassign is a membership change (reassign.go): a partition's replicas
 	// move to other brokers while writes go on (KIP-455), and back on undo.
 	Reassign Kind = history.NemesisReassign
+	// KillTxnCoordinator kills the coordinator of a drawn transactional id
+	// (resolve.go); PauseProducer freezes a transactional producer past its
+	// transaction timeout (the workload carries it out). Txn workload only.
+	KillTxnCoordinator Kind = history.NemesisKillTxnCoordinator
+	PauseProducer      Kind = history.NemesisPauseProducer
 )
 
 // Kinds lists every kind, in the order --help shows them
@@ -50,6 +55,9 @@ var Kinds = func() []Kind {
 // IsClientKind reports whether k acts on workload clients, not nodes: such
 // a step has no hold and no undo.
 func IsClientKind(k Kind) bool { return history.NemesisClasses(string(k))&history.ClientFault != 0 }
+
+// TxnOnly reports whether k needs the txn workload.
+func TxnOnly(k Kind) bool { return history.NemesisClasses(string(k))&history.TxnFault != 0 }
 
 // GroupOnly reports whether k needs the group workload.
 func GroupOnly(k Kind) bool { return history.NemesisClasses(string(k))&history.GroupFault != 0 }

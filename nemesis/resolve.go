@@ -32,6 +32,13 @@ type voterTopology interface {
 	Voters() []int32
 }
 
+// txnTopology is a Topology that knows the run's transactional ids and can
+// find their coordinator, which KillTxnCoordinator needs.
+type txnTopology interface {
+	TxnIDs() []string
+	TxnCoordinator(ctx context.Context, id string) (int32, error)
+}
+
 // coordinatorTopology is a Topology that can find a coordinator
 // (TargetCoordinator).
 type coordinatorTopology interface {
@@ -123,6 +130,27 @@ func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, erro
 	}
 	if s.Kind == Reassign {
 		a.Partition = part // the brokers are chosen when it runs (reassign.go)
+		return a, nil
+	}
+	if s.Kind == KillTxnCoordinator {
+		// The broker leading a drawn transactional id's __transaction_state
+		// partition, as FindCoordinator (key type 1) names it.
+		tt, ok := topo.(txnTopology)
+		if !ok || len(tt.TxnIDs()) == 0 {
+			a.Note = "no transactional ids known: a random broker instead"
+			a.Nodes = shuffled[:1]
+			return a, nil
+		}
+		ids := tt.TxnIDs()
+		id := ids[rng.IntN(len(ids))]
+		node, err := tt.TxnCoordinator(ctx, id)
+		if err != nil || node < 0 {
+			a.Note = fmt.Sprintf("coordinator of transactional id %s unknown (%v): a random broker instead", id, err)
+			a.Nodes = shuffled[:1]
+			return a, nil
+		}
+		a.Note = "coordinator of transactional id " + id
+		a.Nodes = []int32{node}
 		return a, nil
 	}
 	if IsLinkKind(s.Kind) {

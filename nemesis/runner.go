@@ -28,6 +28,12 @@ type Runner struct {
 	// crash before calling tearDown. ok is false when no client runs.
 	// Needed for ClientCrash steps.
 	Crash func() (process int, tearDown func(), ok bool)
+	// PauseProducer freezes one transactional producer mid-transaction
+	// for at least hold (the workload makes it longer than its
+	// transaction timeout) and returns its process, the hold used, and a
+	// channel closed when the producer runs again; ok is false when no
+	// producer runs. Needed for PauseProducer steps.
+	PauseProducer func(hold time.Duration) (process int, used time.Duration, resumed <-chan struct{}, ok bool)
 	// Clients runs a ConsumerRestart or ConsumerJoin step on the workload
 	// and returns the processes it started. Needed for those steps.
 	Clients func(ctx context.Context, k Kind) (processes []int, err error)
@@ -54,6 +60,7 @@ type Runner struct {
 
 	active atomic.Int32
 	done   atomic.Int32
+	failed atomic.Int32
 }
 
 // Active is the number of faults in force now (at most 1 for a serial
@@ -62,6 +69,10 @@ func (r *Runner) Active() int { return int(r.active.Load()) }
 
 // Done is the number of faults started so far.
 func (r *Runner) Done() int { return int(r.done.Load()) }
+
+// Failed is the number of nemesis operations written with an error so far:
+// the schedule was not applied as drawn.
+func (r *Runner) Failed() int { return int(r.failed.Load()) }
 
 // Run applies sched, starting now; it returns when every step ran or ctx is
 // done. A fault in force when ctx ends is undone before Run returns, so the
@@ -108,16 +119,23 @@ type opValue struct {
 	Broker    string `json:"broker,omitempty"`
 	Conns     *int   `json:"conns,omitempty"`
 	LateBytes *int   `json:"late_bytes,omitempty"`
+	// Commands are the fault commands the cluster ran for this operation,
+	// with their exit status and output (runtime.CommandRecorder).
+	Commands []runtime.CommandResult `json:"commands,omitempty"`
 }
 
 func (r *Runner) write(verb string, v opValue, err error) {
 	if v.Nodes == nil {
 		v.Nodes = []int32{}
 	}
+	if cr, ok := r.Cluster.(runtime.CommandRecorder); ok {
+		v.Commands = cr.TakeCommands()
+	}
 	raw, _ := json.Marshal(v) // plain structs: cannot fail
 	op := history.Op{Time: int64(time.Since(r.Epoch)), Process: history.Nemesis, Type: history.Info, F: verb, Raw: raw}
 	if err != nil {
 		op.Error = err.Error()
+		r.failed.Add(1)
 	}
 	r.History.Write(op)
 }
@@ -164,6 +182,10 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 		}
 		return
 	}
+	if st.Kind == PauseProducer {
+		r.pauseProducer(ctx, st, v)
+		return
+	}
 	if GroupOnly(st.Kind) {
 		if r.Clients == nil {
 			r.write(string(st.Kind), v, errors.New("the workload has no group consumers (use --workload group)"))
@@ -189,6 +211,35 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	r.write(undoVerb(st.Kind), v, r.undo(uctx, st.Kind, a))
 }
 
+// pauseProducer runs a PauseProducer step: the pause is written when asked
+// for, its end when the producer runs again (bounded by the hold plus the
+// undo timeout).
+func (r *Runner) pauseProducer(ctx context.Context, st Step, v opValue) {
+	if r.PauseProducer == nil {
+		r.write(string(st.Kind), v, errors.New("no transactional producer to pause (use --workload txn)"))
+		return
+	}
+	p, used, resumed, ok := r.PauseProducer(st.Hold)
+	if !ok {
+		r.write(string(st.Kind), v, errors.New("no producer running"))
+		return
+	}
+	r.active.Add(1)
+	defer r.active.Add(-1)
+	r.done.Add(1)
+	v.Process, v.Hold = &p, used.String()
+	r.write(string(st.Kind), v, nil)
+	t := time.NewTimer(used + r.undoTimeout())
+	defer t.Stop()
+	var err error
+	select {
+	case <-resumed:
+	case <-t.C:
+		err = fmt.Errorf("producer %d did not run again within %v", p, used+r.undoTimeout())
+	}
+	r.write(undoVerb(st.Kind), v, err)
+}
+
 // eachNode applies f to every node, naming the node in each error.
 func eachNode(ctx context.Context, nodes []int32, f func(context.Context, int32) error) error {
 	var errs []error
@@ -205,7 +256,7 @@ func (r *Runner) apply(ctx context.Context, k Kind, a Action) error {
 	each := func(f func(context.Context, int32) error) { errs = append(errs, eachNode(ctx, a.Nodes, f)) }
 	c := r.Cluster
 	switch k {
-	case Kill, PowerLoss:
+	case Kill, PowerLoss, KillTxnCoordinator:
 		each(c.Kill)
 	case Stop:
 		grace := r.StopGrace
@@ -232,7 +283,7 @@ func (r *Runner) undo(ctx context.Context, k Kind, a Action) error {
 	each := func(f func(context.Context, int32) error) { errs = append(errs, eachNode(ctx, a.Nodes, f)) }
 	c := r.Cluster
 	switch k {
-	case Kill, PowerLoss, Stop:
+	case Kill, PowerLoss, Stop, KillTxnCoordinator:
 		each(c.Start)
 	case Pause:
 		each(c.Resume)
@@ -268,7 +319,7 @@ func HealAll(ctx context.Context, c runtime.Cluster, h *history.Writer, epoch ti
 	errs = append(errs, c.Heal(ctx))
 	err := errors.Join(errs...)
 	if h != nil {
-		r := Runner{History: h, Epoch: epoch}
+		r := Runner{Cluster: c, History: h, Epoch: epoch}
 		r.write(history.VerbHealAll, opValue{Action: Action{Nodes: touched, Partition: -1}}, err)
 	}
 	return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,9 +23,31 @@ type KafkaTopology struct {
 	// ControllerOnly are the controller-only voters (nodes after the
 	// brokers); partitions put them with the majority side.
 	ControllerOnly []int32
+	// TransactionalIDs are the txn workload's producers' ids
+	// (KillTxnCoordinator draws one).
+	TransactionalIDs []string
 	// Group and TxnID are the consumer group and transactional id whose
 	// coordinator TargetCoordinator hits (the group first); "" for none.
 	Group, TxnID string
+}
+
+// TxnIDs implements txnTopology.
+func (k *KafkaTopology) TxnIDs() []string { return k.TransactionalIDs }
+
+// TxnCoordinator implements txnTopology: FindCoordinator for the id, one
+// bounded request.
+func (k *KafkaTopology) TxnCoordinator(ctx context.Context, id string) (int32, error) {
+	ctx, cancel := context.WithTimeout(ctx, metadataTimeout)
+	defer cancel()
+	res := kadm.NewClient(k.cl).FindTxnCoordinators(ctx, id)
+	r, ok := res[id]
+	switch {
+	case !ok:
+		return -1, fmt.Errorf("FindCoordinator %s: no answer", id)
+	case r.Err != nil:
+		return -1, fmt.Errorf("FindCoordinator %s: %w", id, r.Err)
+	}
+	return r.NodeID, nil
 }
 
 // Coordinator implements coordinatorTopology: FindCoordinator for Group

@@ -38,7 +38,7 @@ func render(t *testing.T, file string) (dom string, shot image.Image) {
 	dir := t.TempDir()
 	png := filepath.Join(dir, "shot.png")
 	common := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=1200,2400"}
+		"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=1200,3200"}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, append(common, "--dump-dom", "file://"+file)...).Output()

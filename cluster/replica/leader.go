@@ -173,6 +173,12 @@ func (p *Partition) ClearPendingISR(sent meta.Partition) {
 // MaybeShrinkISR removes followers that have not been caught up for
 // ReplicaLagMax (replica.lag.time.max.ms). Called periodically by the broker.
 // It reports whether a change was requested.
+//
+// As Kafka's Partition.getOutOfSyncReplicas (ReplicaState.isCaughtUp): a
+// follower whose last fetch reached the leader's LEO is never out of sync,
+// however long ago that fetch was. On an idle partition a follower that
+// stopped fetching stays in the ISR until a write leaves it behind, or until
+// the controller fences its broker (which takes it out of every ISR).
 func (p *Partition) MaybeShrinkISR() bool {
 	p.mu.Lock()
 	if p.closed || p.state.Leader != p.cfg.NodeID || p.pendingISR != nil || p.cfg.AlterISR == nil {
@@ -180,6 +186,7 @@ func (p *Partition) MaybeShrinkISR() bool {
 		return false
 	}
 	now := p.now()
+	leo := p.log.LEO()
 	var keep []int32
 	for _, r := range p.state.ISR {
 		if r == p.cfg.NodeID {
@@ -187,7 +194,7 @@ func (p *Partition) MaybeShrinkISR() bool {
 			continue
 		}
 		f := p.followers[r]
-		if f != nil && now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagMax {
+		if f != nil && (f.leo == leo || now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagMax) {
 			keep = append(keep, r)
 		}
 	}

@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +117,45 @@ func TestLSOInvariantsCatch(t *testing.T) {
 	}
 	if err := p.lsoInvariants(5); err == nil {
 		t.Error("LSO past the HW accepted with the bug planted")
+	}
+}
+
+// TestIdleFollowerStaysInSync: as Kafka's ReplicaState.isCaughtUp, a
+// follower that last fetched at the leader's LEO stays in the ISR however
+// long it has been silent; once a write leaves it behind, replica.lag.time.max.ms
+// after its last catch-up it is asked out.
+func TestIdleFollowerStaysInSync(t *testing.T) {
+	l, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	cfg := &Config{NodeID: 1, ReplicaLagMax: time.Second, Now: func() time.Time { return now },
+		AlterISR: func(context.Context, meta.Partition, []int32) {}}
+	p, err := Open(cfg, "idle", 0, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	p.Update(meta.Partition{Topic: "idle", Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 1}, 1)
+	if r := p.ReadForFollower(2, 0, 1<<20, 1); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	now = now.Add(time.Hour)
+	if p.MaybeShrinkISR() {
+		t.Fatal("an idle follower at the leader's LEO was asked out of the ISR")
+	}
+	b := storage.Batch{Timestamp: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Values: [][]byte{[]byte("v")}}.Encode()
+	if _, e := p.AppendAsLeader(b, AppendOptions{Acks: 1, Origin: producer.Client}); e != nil {
+		t.Fatal(e)
+	}
+	if !p.MaybeShrinkISR() {
+		t.Fatal("a follower behind the leader and silent past replica.lag.time.max.ms stayed in the ISR")
+	}
+	p.mu.Lock()
+	pending := p.pendingISR
+	p.mu.Unlock()
+	if !slices.Equal(pending, []int32{1}) {
+		t.Fatalf("pending ISR %v, want [1]", pending)
 	}
 }

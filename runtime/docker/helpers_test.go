@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,16 +159,29 @@ func assertNoReapers(t *testing.T) {
 
 // meanRTT is the mean time of n pings to addr, spaced by a varying gap so
 // that they sample every phase of a periodic fault rather than bunching.
-func meanRTT(t *testing.T, addr string, n int) time.Duration {
+// rtts pings addr n times, a few milliseconds apart, and returns the round
+// trips sorted.
+func rtts(t *testing.T, addr string, n int) []time.Duration {
 	t.Helper()
-	var total time.Duration
+	out := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		time.Sleep(time.Duration(3+i*7%11) * time.Millisecond)
 		t0 := time.Now()
 		if _, err := ask(addr, "ping", 5*time.Second); err != nil {
 			t.Fatalf("ping %s: %v", addr, err)
 		}
-		total += time.Since(t0)
+		out = append(out, time.Since(t0))
 	}
-	return total / time.Duration(n)
+	slices.Sort(out)
+	return out
+}
+
+func median(d []time.Duration) time.Duration { return d[len(d)/2] }
+
+func mean(d []time.Duration) time.Duration {
+	var total time.Duration
+	for _, x := range d {
+		total += x
+	}
+	return total / time.Duration(len(d))
 }
