@@ -396,3 +396,38 @@ func TestRestartStormEffect(t *testing.T) {
 		t.Fatalf("after the storm: %v", err)
 	}
 }
+
+// A run with a client-link fault gives its producers a response timeout
+// below the faults' holds and its delay-client steps holds beyond the
+// delivery timeout; a run without one keeps the producers' defaults.
+func TestLinkFaultSettings(t *testing.T) {
+	c := DefaultConfig()
+	c.Nemeses = []string{"kill"}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if q := c.queueConfig(nil); q.ResponseTimeout != 0 {
+		t.Fatalf("no link fault, response timeout %v", q.ResponseTimeout)
+	}
+	c.Nemeses = []string{"kill", "lose-responses"}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	q := c.queueConfig(nil)
+	if q.ResponseTimeout != linkResponseTimeout || q.ResponseTimeout >= c.Hold {
+		t.Fatalf("link fault: response timeout %v, hold %v", q.ResponseTimeout, c.Hold)
+	}
+	if err := q.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o := c.planOptions(); o.MinDelayHold != c.DeliveryTimeout+delayBeyondDelivery {
+		t.Fatalf("delay-client holds at least %v", o.MinDelayHold)
+	}
+	c.DeliveryTimeout = 500 * time.Millisecond // a response timeout cannot exceed what the delivery allows
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if q := c.queueConfig(nil); q.Validate() != nil {
+		t.Fatalf("short delivery timeout: %v", q.Validate())
+	}
+}
