@@ -7,6 +7,7 @@ import (
 
 	"gregor/history"
 	"gregor/nemesis"
+	"gregor/workloads/eos"
 	"gregor/workloads/group"
 	"gregor/workloads/queue"
 	"gregor/workloads/txn"
@@ -16,6 +17,7 @@ import (
 const (
 	WorkloadQueue = "queue"             // producers and assign-based readers
 	WorkloadGroup = "group"             // producers and a consumer group (workloads/group)
+	WorkloadEOS   = history.WorkloadEOS // consume-transform-produce in transactions (workloads/eos)
 	WorkloadTxn   = history.WorkloadTxn // transactional producers, read_committed consumers (workloads/txn)
 )
 
@@ -187,7 +189,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	c.Target = string(target)
-	if target == nemesis.TargetCoordinator && c.Workload != WorkloadGroup && c.Workload != WorkloadTxn {
+	if target == nemesis.TargetCoordinator && c.Workload != WorkloadGroup && c.Workload != WorkloadTxn && c.Workload != WorkloadEOS {
 		return errors.New("--nemesis-target coordinator hits the consumer group's coordinator (or, with --workload txn, the first transactional id's): add --workload group or txn")
 	}
 	shapes, err := nemesis.ParseShapes(c.Shapes)
@@ -202,7 +204,7 @@ func (c *Config) Validate() error {
 		if nemesis.GroupOnly(k) && c.Workload != WorkloadGroup {
 			return fmt.Errorf("--nemesis %s acts on a consumer group: add --workload group", k)
 		}
-		if nemesis.TxnOnly(k) && c.Workload != WorkloadTxn {
+		if nemesis.TxnOnly(k) && c.Workload != WorkloadTxn && (c.Workload != WorkloadEOS || k == nemesis.PauseProducer) {
 			return fmt.Errorf("--nemesis %s acts on transactions: add --workload txn", k)
 		}
 	}
@@ -222,8 +224,17 @@ func (c *Config) Validate() error {
 		if err := t.Validate(); err != nil {
 			return err
 		}
+	case WorkloadEOS:
+		if c.Acks != "all" {
+			return fmt.Errorf("--workload eos with --acks %s: transactional producers need acks=all; use --acks all", c.Acks)
+		}
+		c.Idempotence = true
+		e := c.eosConfig(nil)
+		if err := e.Validate(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("--workload %q: give %s, %s or %s", c.Workload, WorkloadQueue, WorkloadGroup, WorkloadTxn)
+		return fmt.Errorf("--workload %q: give %s, %s, %s or %s", c.Workload, WorkloadQueue, WorkloadGroup, WorkloadTxn, WorkloadEOS)
 	}
 	if c.AbortRate != 0 && c.Workload != WorkloadTxn {
 		return fmt.Errorf("--abort-rate %v without --workload txn: only transactions abort", c.AbortRate)
@@ -288,6 +299,13 @@ func (c *Config) hasLinkFault() bool {
 		}
 	}
 	return false
+}
+
+// eosConfig is the eos workload's config: --consumers pipelines, the
+// input at --rate.
+func (c *Config) eosConfig(bootstrap []string) eos.Config {
+	return eos.Config{Bootstrap: bootstrap, Topic: c.Topic, Partitions: c.Partitions, RF: c.RF, MinISR: c.Cluster.MinISR,
+		Pipelines: c.Consumers, Rate: c.Rate, Seed: c.Seed}
 }
 
 // groupConfig is the group workload's config.

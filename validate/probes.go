@@ -46,6 +46,14 @@ func Safe(timeLimit time.Duration) matrix.Settings {
 
 func ptr[T any](v T) *T { return &v }
 
+// SafeEOS is the safe configuration for the eos workload: Safe with
+// transaction version 2, three pipeline instances in one group.
+func SafeEOS(timeLimit time.Duration) matrix.Settings {
+	s := Safe(timeLimit)
+	s.Args = []string{"--dedicated-controllers", "--workload", "eos", "--consumers", "3", "--transaction-version", "2"}
+	return s
+}
+
 // SafeTxn is the safe configuration for the txn workload: Safe with
 // transaction version 2 (KIP-890), four transactional producers each
 // owning one of four partitions, and a third of the transactions aborted.
@@ -99,6 +107,8 @@ func Probes(timeLimit time.Duration) []Probe {
 			Why: "a transactional producer frozen past its transaction timeout (15 s) is fenced and its transaction aborted; resumed, it sends on at its old epoch: a correct partition refuses (INVALID_PRODUCER_EPOCH), the bug appends, and the record joins the producer's next transaction on that partition, so when that one commits, part of the frozen transaction is read while its earlier writes were aborted (torn-transaction). A pause whose next transaction aborts shows nothing; at least 40 s for two pauses"},
 		{Bug: "marker-before-prepare", Config: txnLong, Nemesis: killTxnCoordinator,
 			Why: "markers go out before PrepareCommit is durable; a coordinator killed in that window leaves a successor that knows the transaction only as Ongoing and aborts it, while some partitions already hold its COMMIT: torn-transaction or aborted-read. The window is one replication round trip, so random kills hit it rarely: this probe measures how rarely"},
+		{Bug: "txn-offsets-early", Config: SafeEOS(timeLimit), Nemesis: killLeader,
+			Why: "the eos pipeline commits its group's offsets in each transaction; leader kills fail produces and the transaction aborts, and the bug has already applied the offsets: the group moves past input records whose output was aborted (eos-missing)"},
 		{Bug: "elect-outside-isr", Config: minISR1, Nemesis: strandLeader,
 			Why: "min ISR 1 (the bug needs writes only the ISR holds): the stranded leader acknowledges alone, is killed, and the controller elects a follower outside the ISR although unclean election is off: lost-write / inconsistent-offsets. A correct controller keeps the partition offline"},
 	}

@@ -20,9 +20,7 @@ import (
 // workload. TestEveryPlantedBugHasAProbe lets a bug go without a probe only
 // while `gregor run` refuses what it awaits; once accepted, the bug needs
 // its probe like any other, and its entry goes.
-var awaitingTxn = map[string]string{
-	"txn-offsets-early": "workload eos", // TxnOffsetCommit: only a consume-transform-produce pipeline commits offsets in transactions
-}
+var awaitingTxn = map[string]string{}
 
 // accepted reports whether `gregor run` accepts what a bug awaits.
 func accepted(t *testing.T, what string) bool {
