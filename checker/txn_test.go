@@ -128,3 +128,21 @@ func TestEOSTrapsStayValid(t *testing.T) {
 		t.Fatalf("aborted output read: counts %v (%v)", res.Counts, err)
 	}
 }
+
+// The eos anomalies: forbidden in both versions under kills, allowed
+// under version 1 with delayed requests.
+func TestEOSTheory(t *testing.T) {
+	cfg := func(v int, n string) *history.Config {
+		return &history.Config{Acks: "all", MinISR: 2, RF: 3, Idempotence: true, Workload: history.WorkloadEOS, TransactionVersion: v, Nemeses: []string{n}}
+	}
+	for _, a := range []string{EOSDuplicate, EOSMissing, EOSReorder, EOSOffsetMismatch} {
+		for _, v := range []int{1, 2} {
+			if e := Expect(cfg(v, history.NemesisKillTxnCoordinator))[a]; e.Allowed || !strings.Contains(e.Reason, "KIP-447") {
+				t.Errorf("v%d kills: %s %+v, want forbidden (KIP-447)", v, a, e)
+			}
+		}
+		if !Expect(cfg(1, history.NemesisDelayClient))[a].Allowed || Expect(cfg(2, history.NemesisDelayClient))[a].Allowed {
+			t.Errorf("%s: want allowed under v1 + delay-client only", a)
+		}
+	}
+}
