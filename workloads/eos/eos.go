@@ -323,16 +323,22 @@ func (w *Workload) step(sess *kgo.GroupTransactSession, proc int) bool {
 			done[1+j].Offset = r.Record.Offset
 		}
 	}
+	if perr := results.FirstErr(); perr != nil {
+		// GroupTransactSession.End commits whatever was flushed: a
+		// pipeline must abort itself when an output record failed (as
+		// franz-go's EOS example does), or the group's offsets pass input
+		// whose output is not there. Never asked to commit: aborted.
+		sess.End(ctx, kgo.TryAbort)
+		return finish(history.Fail, perr)
+	}
 	committed, err := sess.End(ctx, kgo.TryCommit)
 	switch {
 	case committed && err == nil:
 		return finish(history.OK, nil)
 	case !committed && err == nil:
-		// Aborted (a failed produce, a rebalance): the offsets were not
-		// committed; the records come again.
+		// Aborted (a rebalance, an abortable offset commit): the offsets
+		// were not committed; the records come again.
 		return finish(history.Fail, errors.New("aborted"))
-	case !committed && results.FirstErr() != nil:
-		return finish(history.Fail, err)
 	}
 	return finish(history.Info, err)
 }
