@@ -59,6 +59,9 @@ type Config struct {
 	// AbortRate is the txn workload's share of transactions aborted on
 	// purpose (Workload "txn").
 	AbortRate float64
+	// TxnThink is the txn workload's pause between a transaction's
+	// micro-ops (--txn-think).
+	TxnThink time.Duration
 
 	// Nemeses are the fault kinds (nemesis.Kinds by name; "none" or
 	// nothing: no faults), Target whom they hit, Shapes the partition
@@ -282,7 +285,7 @@ func (c *Config) queueConfig(bootstrap []string) queue.Config {
 // txnConfig is the txn workload's config, seeded from bootstrap.
 func (c *Config) txnConfig(bootstrap []string) txn.Config {
 	return txn.Config{Bootstrap: bootstrap, Topic: c.Topic, Partitions: c.Partitions, Producers: c.Producers,
-		Consumers: c.Consumers, AbortRate: c.AbortRate, Rate: c.Rate, RequestTimeout: c.DeliveryTimeout, Seed: c.Seed}
+		Consumers: c.Consumers, AbortRate: c.AbortRate, Think: c.TxnThink, Rate: c.Rate, RequestTimeout: c.DeliveryTimeout, Seed: c.Seed}
 }
 
 // linkResponseTimeout is the producers' response timeout in a run with
