@@ -7,25 +7,48 @@ import (
 	"gregor/history"
 )
 
-// collector counts every anomaly and keeps the first few examples of each.
+// collector counts every anomaly, keeps the first few examples of each, and
+// the earliest time the history proved each (Result.Evidence).
 // Invariant: len(examples[name]) <= max and <= counts[name]. Not checked:
-// add, the only writer, keeps both by construction (it counts first and
+// addAt, the only writer, keeps both by construction (it counts first and
 // appends only below max).
 type collector struct {
 	max      int
 	examples map[string][]Example
 	counts   map[string]int
+	evidence map[string]int64
 }
 
 func newCollector(max int) *collector {
-	return &collector{max: max, examples: make(map[string][]Example), counts: make(map[string]int)}
+	return &collector{max: max, examples: make(map[string][]Example), counts: make(map[string]int), evidence: make(map[string]int64)}
 }
 
-// add counts one anomaly; ex builds its example only when it will be kept.
-func (c *collector) add(name string, ex func() Example) {
+// add counts one anomaly whose proof is complete at the latest operation
+// its example cites (the second of two reads that disagree, the poll that
+// went backwards, ...).
+func (c *collector) add(name string, ex func() Example) { c.addAt(name, -1, ex) }
+
+// addAt counts one anomaly the history proved at time at (the history's
+// clock), or, for at < 0, at the latest operation its example cites; ex
+// builds the example (always when at < 0, else only when it will be kept).
+func (c *collector) addAt(name string, at int64, ex func() Example) {
 	c.counts[name]++
+	var e Example
+	built := false
+	if at < 0 {
+		e, built = ex(), true
+		for _, op := range e.Ops {
+			at = max(at, op.Time)
+		}
+	}
+	if cur, ok := c.evidence[name]; at >= 0 && (!ok || at < cur) {
+		c.evidence[name] = at
+	}
 	if len(c.examples[name]) < c.max {
-		c.examples[name] = append(c.examples[name], ex())
+		if !built {
+			e = ex()
+		}
+		c.examples[name] = append(c.examples[name], e)
 	}
 }
 
@@ -55,7 +78,14 @@ func checkWrites(ix *index, col *collector) {
 						anomaly = LostCommittedWrite
 					}
 				}
-				col.add(anomaly, func() Example {
+				// The proof is not the acknowledgement the example cites
+				// but the first read that passed its offset without it
+				// (lost-write), or the key's last read (unseen).
+				at := k.lastPollEnd
+				if anomaly == LostWrite {
+					at = max(c.endSeen, k.firstReadAbove(ix, s.ack))
+				}
+				col.addAt(anomaly, at, func() Example {
 					ex := Example{Key: name, Value: i64(s.value), Ops: []OpRef{refMop(c, name, s.ack, s.value)}}
 					if s.ack >= 0 {
 						ex.Offset = i64(s.ack)

@@ -80,6 +80,7 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 	res := Result{
 		Anomalies:       col.examples,
 		Counts:          col.counts,
+		Evidence:        col.evidence,
 		Forbidden:       map[string]string{},
 		Allowed:         map[string]string{},
 		Expected:        Expect(cfg),

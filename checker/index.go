@@ -62,6 +62,45 @@ type keyIndex struct {
 	// txn: some send to the key was part of a transaction (f "txn"), so
 	// aborted records and markers take offsets no operation names.
 	txn bool
+	// lastPollEnd is the latest completion of a poll that read the key (-1:
+	// none); built by finish.
+	lastPollEnd int64
+	// readAbove[o] is the earliest completion of a poll that read an offset
+	// above o (-1: none); built on first use by firstReadAbove.
+	readAbove []int64
+}
+
+// firstReadAbove is the earliest completion time of a poll that read an
+// offset of the key above o, -1 when none did: the read that proves an
+// acknowledged record at o gone (lost-write).
+func (k *keyIndex) firstReadAbove(ix *index, o int64) int64 {
+	if k.readAbove == nil {
+		// best[x]: earliest poll that read offset x; then a suffix minimum.
+		k.readAbove = make([]int64, len(k.slots)+1)
+		for i := range k.readAbove {
+			k.readAbove[i] = -1
+		}
+		for _, p := range k.polls {
+			t := ix.calls[p.call].endSeen
+			for _, r := range p.recs {
+				if b := k.readAbove[r.Offset]; b < 0 || t < b {
+					k.readAbove[r.Offset] = t
+				}
+			}
+		}
+		next := int64(-1) // earliest read of an offset above i
+		for i := len(k.readAbove) - 1; i >= 0; i-- {
+			here := k.readAbove[i]
+			k.readAbove[i] = next
+			if here >= 0 && (next < 0 || here < next) {
+				next = here
+			}
+		}
+	}
+	if o < 0 || o >= int64(len(k.readAbove)) {
+		return -1
+	}
+	return k.readAbove[o]
 }
 
 func newKeyIndex(name string) *keyIndex {
@@ -134,7 +173,11 @@ func (k *keyIndex) readBetween(lo, hi int64) bool {
 	return k.readPrefix[b]-k.readPrefix[a] > 0
 }
 
-func (k *keyIndex) finish() {
+func (k *keyIndex) finish(ix *index) {
+	k.lastPollEnd = -1
+	for _, p := range k.polls {
+		k.lastPollEnd = max(k.lastPollEnd, ix.calls[p.call].endSeen)
+	}
 	k.readPrefix = make([]int32, len(k.slots)+1)
 	for i, s := range k.slots {
 		k.readPrefix[i+1] = k.readPrefix[i]
@@ -261,7 +304,7 @@ func buildIndex(calls []call) (*index, error) {
 		}
 	}
 	for _, k := range ix.keys {
-		k.finish()
+		k.finish(ix)
 	}
 	ix.stats.Keys = len(ix.keys)
 	return ix, nil

@@ -50,6 +50,19 @@ func TestLostAcks(t *testing.T) {
 	if res.Counts[LostWrite] != 1 || res.Counts[InconsistentOffsets] != 1 {
 		t.Fatalf("counts %v: want one lost-write (12) and one inconsistent-offsets (offset 1)", res.Counts)
 	}
+	// Evidence: 12's loss is proven by the poll at 16 (it read offset 3),
+	// not by its acknowledgement at 6 (what the example cites) nor by the
+	// poll at 10, which read only offsets 0 and 1 (below 12's offset 2);
+	// offset 1's conflict by 13's acknowledgement there at 12.
+	if got := res.Evidence[LostWrite]; got != 16 {
+		t.Errorf("lost-write evidence at %d, want 16 (the first read past offset 2)", got)
+	}
+	if got := res.Evidence[InconsistentOffsets]; got != 12 {
+		t.Errorf("inconsistent-offsets evidence at %d, want 12 (the second value seen at offset 1)", got)
+	}
+	if len(res.Evidence) != len(res.Counts) {
+		t.Errorf("evidence %v for anomalies %v: want one time per anomaly found", res.Evidence, res.Counts)
+	}
 	clean, err := Check(readFixture(t, "clean"), nil, Options{OutDir: t.TempDir()})
 	if err != nil || clean.Stats.LostAcks != 0 {
 		t.Fatalf("clean fixture: lost acks %d (%v)", clean.Stats.LostAcks, err)

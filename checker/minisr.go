@@ -89,7 +89,8 @@ func checkMinISR(ix *index, col *collector, cfg *history.Config, samples []histo
 				continue
 			}
 			a, b := vs[i], vs[j]
-			col.add(UnderMinISRAck, func() Example {
+			// Proven by the sample after the acknowledgement.
+			col.addAt(UnderMinISRAck, max(c.endSeen, b.t), func() Example {
 				ex := Example{Key: name, Value: i64(s.value), Ops: []OpRef{refMop(c, name, s.ack, s.value)},
 					Note: fmt.Sprintf("leader %d (epoch %d) reported ISR %v at %.3fs and %v at %.3fs, before and after this acks=all send; min ISR is %d",
 						a.leader, a.epoch, a.isr, float64(a.t)/1e9, b.isr, float64(b.t)/1e9, cfg.MinISR)}

@@ -165,7 +165,15 @@ type Result struct {
 	// theory; the reason is the theory's (for Allowed: "unsafe configuration
 	// demonstrated").
 	Forbidden map[string]string `json:"forbidden"`
-	Allowed   map[string]string `json:"allowed"`
+	// Evidence is, per anomaly found, the earliest time (ns on the
+	// history's clock) at which the history held its proof: for lost-write
+	// the first read past the acknowledged offset that lacked the record,
+	// for inconsistent-offsets the second value read at an offset, for
+	// under-min-isr-ack the metadata sample after the acknowledgement, else
+	// the latest operation the example cites. gregor validate's time to
+	// detection is measured to it.
+	Evidence map[string]int64  `json:"evidence,omitempty"`
+	Allowed  map[string]string `json:"allowed"`
 	// Expected is the full theory for the configuration, found or not.
 	Expected map[string]Verdict `json:"expected"`
 	// ConfigNote says where the theory came from, or that without a

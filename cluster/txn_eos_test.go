@@ -111,7 +111,7 @@ func (m *eosMember) run(ctx context.Context, sess *kgo.GroupTransactSession, fai
 func (tc *testCluster) produceInput(from, to int) {
 	tc.t.Helper()
 	cl := tc.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a hang guard: at load 30 on 2 cores 200 acks=all records outlasted 30 s
 	defer cancel()
 	var recs []*kgo.Record
 	for i := from; i < to; i++ {

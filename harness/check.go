@@ -21,6 +21,9 @@ type CheckOptions struct {
 	Store bool
 	// Faults says how the runtime made each fault, for the report.
 	Faults string
+	// Warnings of the run (a schedule not applied as drawn) join the
+	// result's warnings.
+	Warnings []string
 }
 
 // CheckRun checks a stored run: it reads the history and what lies beside
@@ -51,7 +54,7 @@ func CheckRun(historyPath string, o CheckOptions) (*history.Run, checker.Result,
 	if err != nil {
 		return run, res, err
 	}
-	res.Warnings = append(append([]string(nil), run.Warnings...), res.Warnings...)
+	res.Warnings = append(append(append([]string(nil), run.Warnings...), o.Warnings...), res.Warnings...)
 	if !o.Store {
 		return run, res, nil
 	}
@@ -71,9 +74,16 @@ func reportTitle(dir history.RunDir) string {
 
 // WriteRunReport writes the run's report.html from a run read by
 // history.ReadRun and its checker result.
+// A shrink.json beside the history links the report to the run's shrunk
+// form, or to its original.
 func WriteRunReport(run *history.Run, res *checker.Result, title, faults string) error {
+	links, err := history.ReadShrinkLinks(run.Dir)
+	if err != nil {
+		return err
+	}
 	return writeFileAtomic(run.Dir.Report(), func(w io.Writer) error {
 		return reports.WriteRun(w, reports.RunInput{Title: title, Config: run.Config, Ops: run.Ops, Result: res,
-			HistoryFile: history.HistoryFile, Runtime: faults, Metadata: run.Metadata, MetadataNote: run.MetadataNote})
+			HistoryFile: history.HistoryFile, Runtime: faults, Metadata: run.Metadata, MetadataNote: run.MetadataNote,
+			Shrink: links})
 	})
 }

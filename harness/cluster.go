@@ -134,13 +134,15 @@ func (c *ClusterConfig) Spec(name, binary string) runtime.ClusterSpec {
 	args = append(args, "--default-rf", strconv.Itoa(min(3, c.Nodes)), "--metrics-listen", "{{.Host}}:9094")
 	args = append(args, c.BrokerArgs...)
 	spec := runtime.ClusterSpec{Name: name, KafkaPort: 9092, RaftPort: 9093, Binary: binary,
-		Labels: map[string]string{}, Ready: runtime.KafkaReady(c.Nodes), ReadyTimeout: 30 * time.Second}
+		Labels: map[string]string{}, Ready: runtime.KafkaReady(c.Nodes), ReadyTimeout: 30 * time.Second,
+		Settings: runtime.BrokerSettings{MinISR: c.MinISR, Unclean: c.Unclean, ReplicaLagMax: c.ReplicaLagMax,
+			SessionTimeout: c.SessionTimeout, DefaultRF: min(3, c.Nodes), Bugs: c.Bugs, Dedicated: c.Dedicated}}
 	for i := 1; i <= c.Nodes+c.Controllers; i++ {
 		a := args
 		if i > c.Nodes {
 			a = append(append([]string(nil), args...), "--controller-only")
 		}
-		spec.Nodes = append(spec.Nodes, runtime.NodeSpec{ID: int32(i), Args: a})
+		spec.Nodes = append(spec.Nodes, runtime.NodeSpec{ID: int32(i), Args: a, ControllerOnly: i > c.Nodes})
 	}
 	return spec
 }

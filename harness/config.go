@@ -81,6 +81,9 @@ type Config struct {
 	LinkDelay time.Duration
 	// Seed draws the nemesis schedule and the workload's choices.
 	Seed int64
+	// Schedule is a schedule.json to replay instead of drawing the
+	// schedule from Seed (which still seeds the workload); "" draws.
+	Schedule string
 
 	WarmUp    time.Duration // workload without faults before the first fault
 	TimeLimit time.Duration // the fault phase
@@ -209,6 +212,11 @@ func (c *Config) Validate() error {
 		}
 		if nemesis.TxnOnly(k) && c.Workload != WorkloadTxn && (c.Workload != WorkloadEOS || k == nemesis.PauseProducer) {
 			return fmt.Errorf("--nemesis %s acts on transactions: add --workload txn", k)
+		}
+	}
+	if c.Schedule != "" {
+		if _, _, err := c.schedule(); err != nil {
+			return err
 		}
 	}
 	switch c.Workload {

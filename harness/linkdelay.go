@@ -30,6 +30,15 @@ type standingDelay struct {
 	d time.Duration
 }
 
+// TakeCommands passes the wrapped cluster's fault commands on
+// (runtime.CommandRecorder), so a standing delay does not hide them.
+func (s standingDelay) TakeCommands() []runtime.CommandResult {
+	if cr, ok := s.Cluster.(runtime.CommandRecorder); ok {
+		return cr.TakeCommands()
+	}
+	return nil
+}
+
 func (s standingDelay) all(ctx context.Context) error {
 	var errs []error
 	for _, n := range s.Nodes() {

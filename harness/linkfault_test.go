@@ -16,6 +16,7 @@ import (
 	"gregor/history"
 	"gregor/nemesis"
 	"gregor/runtime/clientlink"
+	"gregor/runtime/docker"
 )
 
 // syncBuf is a history sink the test reads back.
@@ -62,8 +63,9 @@ type linkEnv struct {
 	buf   *syncBuf
 }
 
-func newLinkEnv(t *testing.T) *linkEnv {
-	e := newEffectEnv(t)
+func newLinkEnv(t *testing.T) *linkEnv { return linkEnvOn(newEffectEnv(t)) }
+
+func linkEnvOn(e *effectEnv) *linkEnv {
 	buf := &syncBuf{}
 	e.hist = history.NewWriter(buf, 0)
 	return &linkEnv{effectEnv: e, links: clientlink.New(), buf: buf}
@@ -168,8 +170,28 @@ func produce(t *testing.T, cl *kgo.Client, v string) int64 {
 	return r.Offset
 }
 
-func TestLinkFaultEffects(t *testing.T) {
-	l := newLinkEnv(t)
+func TestLinkFaultEffects(t *testing.T) { newLinkEnv(t).effects(t) }
+
+// The same effects on the docker runtime: the clients run in the harness
+// process and reach the containers by the addresses the brokers advertise.
+func TestLinkFaultEffectsDocker(t *testing.T) {
+	needDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	spec := testSpec(fmt.Sprintf("dklinks-%d", time.Now().UnixNano()%100000), 3, 2)
+	c, err := docker.New(docker.Options{}).Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c.Close(ctx)
+	})
+	linkEnvOn(effectEnvOn(t, c)).effects(t)
+}
+
+func (l *linkEnv) effects(t *testing.T) {
 	leader := func() int32 {
 		var id int32
 		l.waitFor("a leader", 20*time.Second, func() error {

@@ -280,7 +280,7 @@ func (s *MetadataSampler) Counts() (samples, failed int) {
 func (t *Test) startMetadata(ctx context.Context, c runtime.Cluster, dir history.RunDir, epoch time.Time) (*MetadataSampler, error) {
 	var brokers []runtime.NodeInfo
 	for _, n := range c.Nodes() {
-		if int(n.ID) <= t.Cluster.Nodes {
+		if !n.ControllerOnly {
 			brokers = append(brokers, n)
 		}
 	}

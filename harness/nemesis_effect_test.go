@@ -31,7 +31,11 @@ type effectEnv struct {
 }
 
 func newEffectEnv(t *testing.T) *effectEnv {
-	c := startCluster(t, testSpec("effects", 3, 2))
+	return effectEnvOn(t, startCluster(t, testSpec("effects", 3, 2)))
+}
+
+// effectEnvOn is effectEnv on a cluster of 3 brokers the caller started.
+func effectEnvOn(t *testing.T, c runtime.Cluster) *effectEnv {
 	e := &effectEnv{t: t, c: c, topic: TopicSpec{Name: "fx", Partitions: 1, RF: 3, MinISR: 2}, boot: c.Bootstrap()}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gregor/checker"
+	"gregor/history"
 	"gregor/internal/sleep"
 	"gregor/nemesis"
 	"gregor/runtime"
@@ -33,6 +34,10 @@ type Test struct {
 	// created: e.g. a standing link delay that models a wider network. The
 	// heal phase removes network faults it set.
 	AfterBoot func(ctx context.Context, c runtime.Cluster) error
+	// ClusterTopicDefaults names topic configs (ConfigMinISR, ConfigUnclean)
+	// the test topic leaves to the cluster's defaults: on a cluster gregor
+	// did not boot, the settings the user did not ask for are the cluster's.
+	ClusterTopicDefaults []string
 }
 
 // Report is what a run leaves: where it stored everything and the verdict.
@@ -43,8 +48,10 @@ type Report struct {
 	// Checked is false when the run stopped before the check (interrupt).
 	Checked bool
 	Result  checker.Result
-	// Schedule is the planned nemesis schedule.
+	// Schedule is the planned nemesis schedule (schedule.json).
 	Schedule nemesis.Schedule
+	// Faults says how the runtime made each fault (the report's line).
+	Faults string
 	// Notes are problems that did not stop the run: a recovery that timed
 	// out, an incomplete final read, a failed log copy.
 	Notes []string
@@ -86,11 +93,26 @@ func (t *Test) defaults() {
 // ErrInterrupted with the report.
 func Run(ctx context.Context, t Test) (*Report, error) {
 	t.defaults()
-	if err := t.Validate(); err != nil {
-		return nil, err
+	attached, isAttached := t.Runtime.(runtime.Attached)
+	if isAttached {
+		if err := t.attach(ctx, attached); err != nil {
+			return nil, err
+		}
 	}
-	// The schedule is a pure function of the seed and the nemesis options.
-	sched, err := nemesis.Plan(t.Seed, t.planOptions())
+	if err := t.Validate(); err != nil {
+		return nil, badInput(err)
+	}
+	if isAttached {
+		if err := attached.CheckFaults(t.Nemeses); err != nil {
+			return nil, badInput(err)
+		}
+		// A cluster gregor did not boot may hold earlier runs' topics: each
+		// run writes a topic of its own.
+		t.Topic = fmt.Sprintf("%s-%s", t.Topic, time.Now().UTC().Format("20060102T150405.000"))
+	}
+	// The schedule is a pure function of the seed and the nemesis options,
+	// or read from --schedule.
+	sched, schedFile, err := t.schedule()
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +124,16 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		return nil, err
 	}
 	rep.Dir = string(dir.path)
+	// Before anything boots: a crash leaves the schedule and the settings.
+	if err := writeSchedule(dir.path, schedFile); err != nil {
+		return rep, err
+	}
+	if err := writeSettings(dir.path, &t.Config, t.Runtime.Name()); err != nil {
+		if _, ok := errors.AsType[*StoreError](err); ok {
+			return rep, err
+		}
+		rep.Notes = append(rep.Notes, "run.json: "+err.Error()+" (gregor shrink cannot replay this run)")
+	}
 	var histErr error
 	histClosed := false
 	closeHist := func() {
@@ -166,7 +198,7 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	var bootstrap []string
 	var brokers, voters []int32
 	for _, n := range c.Nodes() {
-		if int(n.ID) <= t.Cluster.Nodes {
+		if !n.ControllerOnly {
 			bootstrap = append(bootstrap, n.KafkaAddr)
 			brokers = append(brokers, n.ID)
 		} else {
@@ -190,13 +222,26 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	err = CreateTopic(sctx, bootstrap, t.topic())
+	ts := t.topic()
+	ts.ClusterDefaults = t.ClusterTopicDefaults
+	err = CreateTopic(sctx, bootstrap, ts)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted(func() {}, teardown)
 		}
 		return rep, fmt.Errorf("setup: %w", err)
+	}
+	if runtime.IsForeign(t.Runtime) {
+		// The theory reasons with what the cluster runs, not with the flags.
+		notes, err := readSettings(ctx, bootstrap, brokers, t.Topic, &record)
+		if err != nil {
+			return rep, fmt.Errorf("setup: %w", err)
+		}
+		rep.Notes = append(rep.Notes, notes...)
+		if err := history.WriteConfig(dir.path.Config(), &record); err != nil {
+			return rep, storeErr(dir.path.Config(), err)
+		}
 	}
 
 	// Partition state is sampled from here through recovery.
@@ -256,6 +301,11 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	runner.Run(fctx, sched)
 	<-fctx.Done() // the schedule may end before the limit; the workload runs on
 	cancel()
+	var warnings []string
+	if n := runner.Failed(); n > 0 {
+		warnings = append(warnings, scheduleNotApplied(n))
+		rep.Notes = append(rep.Notes, scheduleNotApplied(n))
+	}
 
 	if ctx.Err() != nil {
 		return interrupted(stopWorkload, teardown)
@@ -308,10 +358,15 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 
 	pr.set("check")
 	// The stored run is read back, as a later `gregor check` would see it.
-	_, res, err := CheckRun(dir.path.History(), CheckOptions{Store: true, Faults: c.Capabilities().String(),
+	rep.Faults = c.Capabilities().String()
+	run, res, err := CheckRun(dir.path.History(), CheckOptions{Store: true, Faults: rep.Faults, Warnings: warnings,
 		Checker: checker.Options{KeyTimeout: t.CheckTimeout}})
 	if err != nil {
 		return rep, fmt.Errorf("check: %w", err)
+	}
+	schedFile.Resolve(run.Ops) // the nodes each step hit, for the record
+	if err := writeSchedule(dir.path, schedFile); err != nil {
+		rep.Notes = append(rep.Notes, err.Error())
 	}
 	rep.Checked, rep.Result = true, res
 	pr.set("done")

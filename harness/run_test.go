@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,21 @@ func checkStore(t *testing.T, tc Test, rep *Report) {
 	latest, err := filepath.EvalSymlinks(filepath.Join(tc.Store, tc.Name, history.LatestLink))
 	if want, _ := filepath.EvalSymlinks(rep.Dir); err != nil || latest != want {
 		t.Errorf("latest -> %s (%v), want %s", latest, err, want)
+	}
+	// schedule.json holds the schedule the run drew, resolved; run.json
+	// its settings.
+	sf, err := nemesis.ReadScheduleFile(history.RunDir(rep.Dir).Schedule())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := sf.Schedule(); err != nil || !reflect.DeepEqual(s, rep.Schedule) || len(s) == 0 {
+		t.Errorf("schedule.json: %v (%v), want the run's %v", s, err, rep.Schedule)
+	}
+	if sf.Steps[0].Resolved == nil {
+		t.Error("schedule.json: the first step is not resolved")
+	}
+	if st, err := ReadSettings(history.RunDir(rep.Dir)); err != nil || st.Config.Seed != tc.Seed || st.Runtime != "process" {
+		t.Errorf("run.json: %+v (%v)", st, err)
 	}
 	cfg, err := history.ReadConfig(filepath.Join(rep.Dir, history.ConfigFile))
 	if err != nil || cfg.Seed != tc.Seed || cfg.Runtime != "process" {

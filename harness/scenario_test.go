@@ -26,6 +26,11 @@ func dedicatedSpec(name string, n, minISR int, extra ...string) runtime.ClusterS
 // the phases it wrote (name -> nodes) in order, and the partition's leader
 // when the step began.
 func runScenario(t *testing.T, kind nemesis.Kind, minISR int, extra ...string) ([]string, map[string][]int32, int32) {
+	return runScenarioSteps(t, kind, 1, minISR, extra...)
+}
+
+// runScenarioSteps is runScenario with steps stories back to back.
+func runScenarioSteps(t *testing.T, kind nemesis.Kind, steps, minISR int, extra ...string) ([]string, map[string][]int32, int32) {
 	c := startCluster(t, dedicatedSpec(string(kind), 3, minISR, extra...))
 	var brokers []string
 	for _, n := range c.Nodes()[:3] {
@@ -54,7 +59,13 @@ func runScenario(t *testing.T, kind nemesis.Kind, minISR int, extra ...string) (
 	done := make(chan struct{})
 	go func() { e.produceSome(stop); close(done) }()
 	r := &nemesis.Runner{Cluster: c, Topo: topo, History: h, Epoch: time.Now(), PhaseWait: 15 * time.Second}
-	r.Run(context.Background(), nemesis.Schedule{{Kind: kind, Hold: 2 * time.Second}})
+	var sched nemesis.Schedule
+	for i := range steps {
+		// Each begins when the previous one's hold is over, which a
+		// story outlasts: in effect, back to back.
+		sched = append(sched, nemesis.Step{At: time.Duration(i) * 2 * time.Second, Kind: kind, Hold: 2 * time.Second})
+	}
+	r.Run(context.Background(), sched)
 	close(stop)
 	<-done
 	h.Close()
@@ -117,5 +128,19 @@ func TestScenarioKIP101(t *testing.T) {
 	if fmt.Sprint(nodes["kill-leader"]) != fmt.Sprint([]int32{leader}) || fmt.Sprint(nodes["elected"]) != fmt.Sprint(y) ||
 		fmt.Sprint(nodes["kill-next"]) == fmt.Sprint(y) {
 		t.Fatalf("leader %d, phases' nodes %v: want the leader killed first, then X, and Y %v elected", leader, nodes, y)
+	}
+}
+
+// Two KIP-101 stories back to back: the second begins only once the
+// followers the first killed are back in the ISR (else X, restarted a
+// moment ago, cannot be elected and the story proves nothing: "next not
+// elected" in 9 of 10 second stories of gregor validate's truncate-to-hw
+// probe before), so both tell the whole story.
+func TestScenarioKIP101BackToBack(t *testing.T) {
+	order, _, _ := runScenarioSteps(t, nemesis.KIP101, 2, 2, "--replica-lag-max", "20s")
+	story := []string{"slow-leader", "cut-follower", "kill-leader", "kill-next", "heal-links", "elected", "end"}
+	want := fmt.Sprint(append(append([]string(nil), story...), story...))
+	if fmt.Sprint(order) != want {
+		t.Fatalf("phases %v, want %s (isr-not-whole: the second story never found a whole ISR)", order, want)
 	}
 }

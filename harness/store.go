@@ -90,13 +90,19 @@ func openRunDir(store, test string, cfg *history.Config, now time.Time) (*runDir
 	if err != nil {
 		return nil, storeErr(rd.History(), err)
 	}
-	// Replace latest atomically: a new symlink renamed over the old one.
+	pointLatest(base, stamp)
+	return &runDir{path: rd, file: f, hist: history.NewWriter(f, history.DefaultFlushInterval)}, nil
+}
+
+// pointLatest points <base>/latest at the run directory <base>/<stamp>,
+// atomically: a new symlink renamed over the old one. Best effort: a
+// filesystem without symlinks has none (history.LatestRun copes).
+func pointLatest(base, stamp string) {
 	tmp := filepath.Join(base, fmt.Sprintf(".latest-%d", os.Getpid()))
 	os.Remove(tmp)
 	if err := os.Symlink(stamp, tmp); err == nil {
 		os.Rename(tmp, filepath.Join(base, history.LatestLink))
 	}
-	return &runDir{path: rd, file: f, hist: history.NewWriter(f, history.DefaultFlushInterval)}, nil
 }
 
 // close flushes and syncs the history.

@@ -21,6 +21,9 @@ type TopicSpec struct {
 	RF         int
 	MinISR     int
 	Unclean    bool
+	// ClusterDefaults names the topic configs (ConfigMinISR, ConfigUnclean)
+	// left to the cluster's defaults instead of set from MinISR and Unclean.
+	ClusterDefaults []string
 }
 
 func adminClient(bootstrap []string) (*kadm.Client, func(), error) {
@@ -42,8 +45,11 @@ func CreateTopic(ctx context.Context, bootstrap []string, t TopicSpec) error {
 	}
 	defer closeFn()
 	configs := map[string]*string{
-		"min.insync.replicas":            kadm.StringPtr(strconv.Itoa(t.MinISR)),
-		"unclean.leader.election.enable": kadm.StringPtr(strconv.FormatBool(t.Unclean)),
+		ConfigMinISR:  kadm.StringPtr(strconv.Itoa(t.MinISR)),
+		ConfigUnclean: kadm.StringPtr(strconv.FormatBool(t.Unclean)),
+	}
+	for _, k := range t.ClusterDefaults {
+		delete(configs, k)
 	}
 	var last error
 	for ctx.Err() == nil {

@@ -65,7 +65,7 @@ type Config struct {
 	Seed          int64    `json:"seed"`
 	TimeLimit     Duration `json:"time_limit"`
 	Nodes         int      `json:"nodes"`
-	Runtime       string   `json:"runtime,omitempty"` // docker or process
+	Runtime       string   `json:"runtime,omitempty"` // docker, process, image or external
 	Workload      string   `json:"workload,omitempty"`
 	// TransactionVersion is the cluster's transaction.version feature (1:
 	// Kafka 3.x transactions, 2: KIP-890); 0 in runs recorded before it was

@@ -172,6 +172,13 @@ func EndVerb(kind string) string {
 	return endPrefix + kind
 }
 
+// Instant reports whether a fault of kind is over when it starts (no
+// hold, no undo): client faults and a connection reset. A client fault that
+// takes a while (a rolling consumer restart) still writes its end.
+func Instant(kind string) bool {
+	return NemesisClasses(kind)&ClientFault != 0 || kind == NemesisClientReset
+}
+
 // IsEndVerb reports whether a nemesis operation's f ends a fault.
 func IsEndVerb(f string) bool {
 	switch f {

@@ -17,6 +17,9 @@ import (
 //	                          /metadata.jsonl   partition state samples (MetadataSample)
 //	                          /results.json     the checker's result
 //	                          /report.html      the run report
+//	                          /schedule.json    the fault schedule, written before the faults
+//	                          /run.json         the run's settings, to run it again (gregor shrink)
+//	                          /shrink.json      links between a run and its shrunk form
 //	                          /logs/node-N.log  every node's output
 //	<store>/<test>/latest -> <timestamp>
 const (
@@ -25,6 +28,9 @@ const (
 	MetadataFile = "metadata.jsonl"
 	ResultsFile  = "results.json"
 	ReportFile   = "report.html"
+	ScheduleFile = "schedule.json"
+	SettingsFile = "run.json"
+	ShrinkFile   = "shrink.json"
 	LogsDir      = "logs"
 	LatestLink   = "latest"
 )
@@ -48,6 +54,18 @@ func (d RunDir) Results() string { return d.file(ResultsFile) }
 
 // Report is report.html's path.
 func (d RunDir) Report() string { return d.file(ReportFile) }
+
+// Schedule is schedule.json's path: the run's fault schedule
+// (nemesis.ScheduleFile), written before the first fault.
+func (d RunDir) Schedule() string { return d.file(ScheduleFile) }
+
+// Settings is run.json's path: every setting of the run (harness.Config),
+// so that gregor shrink can run it again.
+func (d RunDir) Settings() string { return d.file(SettingsFile) }
+
+// Shrink is shrink.json's path: the links between a failing run and the
+// smallest schedule gregor shrink found for it (ShrinkLinks).
+func (d RunDir) Shrink() string { return d.file(ShrinkFile) }
 
 // Logs is the directory of the nodes' logs.
 func (d RunDir) Logs() string { return d.file(LogsDir) }

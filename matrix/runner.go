@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,20 @@ import (
 	"gregor/history"
 	"gregor/reports"
 )
+
+// MaxParallel bounds the runs a matrix keeps at once (--parallel, -j): a
+// process-runtime run of the default matrix uses about a third of a core
+// (its cluster mostly waits on faults and timeouts), so four per core still
+// leaves the clusters the CPU their failure detectors need.
+func MaxParallel() int { return 4 * runtime.NumCPU() }
+
+// CheckParallel validates a --parallel value.
+func CheckParallel(n int) error {
+	if n < 1 || n > MaxParallel() {
+		return fmt.Errorf("--parallel %d: give 1..%d (4 per core on this machine; runs that starve each other of CPU miss their failure detectors' deadlines)", n, MaxParallel())
+	}
+	return nil
+}
 
 // Runner runs cells through `gregor run` subprocesses.
 type Runner struct {
@@ -147,6 +162,9 @@ func (r *Runner) Run(ctx context.Context, cells []Cell) []reports.Cell {
 	for i := range cells {
 		if r.Resume {
 			if done, ok := r.finished(cells[i]); ok {
+				// Same arguments, same run; the row it shows in is this
+				// plan's (a label may have changed since).
+				done.Config, done.Nemesis = cells[i].Label, cells[i].Nemesis.Name
 				out[i] = done
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +29,40 @@ type Spec struct {
 	Configs    []Settings `yaml:"configs"`
 	Dimensions Dimensions `yaml:"dimensions"`
 	Nemeses    []Nemesis  `yaml:"nemeses"`
-	Seeds      []int64    `yaml:"seeds"`
+	// Seeds: a list of seeds, or a count N (seeds 1..N). Every cell runs
+	// once per seed; the report shows a cell's spread over them.
+	Seeds Seeds `yaml:"seeds"`
+}
+
+// Seeds are a matrix's seeds; YAML gives a list or a count.
+type Seeds []int64
+
+// UnmarshalYAML takes `seeds: 3` (seeds 1, 2, 3) or `seeds: [1, 7]`.
+func (s *Seeds) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var k int
+		if err := n.Decode(&k); err != nil || k < 1 || k > 1000 {
+			return fmt.Errorf("line %d: seeds: %q: give a count 1..1000 or a list of seeds", n.Line, n.Value)
+		}
+		*s = make(Seeds, k)
+		for i := range k {
+			(*s)[i] = int64(i + 1)
+		}
+		return nil
+	}
+	var list []int64
+	if err := n.Decode(&list); err != nil {
+		return fmt.Errorf("line %d: seeds: give a count or a list of integer seeds: %w", n.Line, err)
+	}
+	seen := map[int64]bool{}
+	for _, v := range list {
+		if seen[v] {
+			return fmt.Errorf("line %d: seeds: %d twice (each seed runs once per cell)", n.Line, v)
+		}
+		seen[v] = true
+	}
+	*s = list
+	return nil
 }
 
 // Settings are the `gregor run` flags of a configuration. Pointers tell
@@ -47,6 +81,9 @@ type Settings struct {
 	TimeLimit   string   `yaml:"time_limit,omitempty"`
 	Rate        *float64 `yaml:"rate,omitempty"`
 	Bugs        []string `yaml:"bugs,omitempty"`
+	// TargetSettings: what the cells run against (a runtime, an image
+	// spec, an external cluster and its fault file).
+	TargetSettings `yaml:",inline"`
 	// Args are extra `gregor run` flags.
 	Args []string `yaml:"args,omitempty"`
 	// GroupSettings: the group workload (group.go).
@@ -105,6 +142,14 @@ func Load(path string) (*Spec, error) {
 	if len(s.Seeds) == 0 {
 		s.Seeds = []int64{1}
 	}
+	base := filepath.Dir(path)
+	s.Defaults.TargetSettings.resolve(base)
+	for i := range s.Configs {
+		s.Configs[i].TargetSettings.resolve(base)
+	}
+	for i := range s.Nemeses {
+		s.Nemeses[i].Settings.TargetSettings.resolve(base)
+	}
 	if len(s.Nemeses) == 0 {
 		return nil, fmt.Errorf("%s: no nemeses: list at least one nemesis set (kinds: [none] for a fault-free run)", path)
 	}
@@ -145,6 +190,7 @@ func merge(s, o Settings) Settings {
 		s.Bugs = o.Bugs
 	}
 	s.Args = append(append([]string(nil), s.Args...), o.Args...)
+	s.TargetSettings = mergeTarget(s.TargetSettings, o.TargetSettings)
 	s.GroupSettings = mergeGroup(s.GroupSettings, o.GroupSettings)
 	return s
 }
@@ -165,6 +211,10 @@ func crossSettings(out []Settings, n int, set func(s *Settings, i int)) []Settin
 	}
 	return next
 }
+
+// Configs are the configurations the dimensions' cross product names (none
+// when no dimension is set).
+func (d Dimensions) Configs() []Settings { return d.expand() }
 
 func (d Dimensions) expand() []Settings {
 	out := []Settings{{}}
@@ -209,6 +259,9 @@ func (s Settings) Label() string {
 	}
 	if len(s.Bugs) > 0 {
 		add("bugs", strings.Join(s.Bugs, ","))
+	}
+	if s.Runtime != "" {
+		add("runtime", s.Runtime)
 	}
 	s.GroupSettings.label(add)
 	if len(s.Args) > 0 {
@@ -255,6 +308,7 @@ func (s Settings) args() []string {
 	for _, b := range s.Bugs {
 		a = append(a, "--bug", b)
 	}
+	a = append(a, s.TargetSettings.args()...)
 	a = append(a, s.GroupSettings.args()...)
 	return append(a, s.Args...)
 }

@@ -1,9 +1,14 @@
 package matrix
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"gregor/reports"
 )
 
 func TestDefaultMatrixCoversTheIssue(t *testing.T) {
@@ -21,14 +26,22 @@ func TestDefaultMatrixCoversTheIssue(t *testing.T) {
 	}
 	for _, want := range []string{"--acks 0", "--acks 1", "--acks all", "--min-isr 1", "--min-isr 2", "--unclean=true", "--unclean=false",
 		"--nemesis kill --seed 1 --nemesis-target leader", "--nemesis partition", "--partition-shapes isolate-leader", "--nemesis pause", "--nemesis power-loss", "--lazyfs=true",
-		"--nemesis strand-leader", "--link-delay 50ms --runtime process", "--dedicated-controllers",
+		"--nemesis strand-leader", "--nemesis kip101", "--link-delay 50ms", "--runtime process", "--dedicated-controllers",
 		"--nemesis client-reset,lose-responses,delay-client --seed 1 --nemesis-target leader"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("default matrix lacks %q", want)
 		}
 	}
-	if len(cells) != 30 {
-		t.Fatalf("%d cells, want 5 configurations x 6 nemeses", len(cells))
+	if len(cells) != 105 {
+		t.Fatalf("%d cells, want 5 configurations x 7 nemeses x 3 seeds", len(cells))
+	}
+	if !slices.Equal(s.Seeds, Seeds{1, 2, 3}) {
+		t.Fatalf("seeds %v, want 3 per cell (seeds: 3)", s.Seeds)
+	}
+	for _, c := range cells {
+		if !strings.Contains(strings.Join(c.Args, " "), "--runtime process") {
+			t.Fatalf("cell %s not on the process runtime (make check's budget needs it): %v", c.ID, c.Args)
+		}
 	}
 	ids := map[string]bool{}
 	for _, c := range cells {
@@ -79,6 +92,59 @@ func TestShardsPartitionTheCells(t *testing.T) {
 	}
 	if _, err := Shard(cells, 3, 2); err == nil {
 		t.Fatal("shard 3/2 accepted")
+	}
+}
+
+// seeds: N is seeds 1..N; a list is taken as it is; nonsense is refused
+// with the fix.
+func TestSeedsCountOrList(t *testing.T) {
+	load := func(seeds string) (*Spec, error) {
+		path := filepath.Join(t.TempDir(), "m.yaml")
+		body := "name: m\nconfigs: [{acks: all}]\nnemeses: [{name: none, kinds: [none]}]\nseeds: " + seeds + "\n"
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return Load(path)
+	}
+	for in, want := range map[string]Seeds{"3": {1, 2, 3}, "[5, 9]": {5, 9}, "1": {1}} {
+		s, err := load(in)
+		if err != nil {
+			t.Fatalf("seeds: %s: %v", in, err)
+		}
+		if !slices.Equal(s.Seeds, want) {
+			t.Errorf("seeds: %s -> %v; want %v", in, s.Seeds, want)
+		}
+		cells, err := s.Cells()
+		if err != nil || len(cells) != len(want) {
+			t.Errorf("seeds: %s: %d cells (%v), want one per seed", in, len(cells), err)
+		}
+	}
+	for _, bad := range []string{"0", "-2", "abc", "[1, 1]", "2000"} {
+		if _, err := load(bad); err == nil || !strings.Contains(err.Error(), "seeds") {
+			t.Errorf("seeds: %s accepted (%v)", bad, err)
+		}
+	}
+}
+
+// A resumed cell keeps its stored run but shows in the current plan's row:
+// the label is not part of a run's arguments, and may have changed.
+func TestResumeRelabels(t *testing.T) {
+	s := &Spec{Name: "m", Configs: []Settings{{Acks: "all"}}, Nemeses: []Nemesis{{Name: "none", Kinds: []string{"none"}}}, Seeds: Seeds{1}}
+	cells, err := s.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells[0].Label = "control=a,b"
+	r := &Runner{Binary: "/nonexistent: a finished cell must not run", Out: t.TempDir(), Resume: true}
+	if err := os.MkdirAll(r.cellDir(cells[0]), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.record(cells[0], reports.Cell{Config: "control=b", Nemesis: "none", Seed: 1, Valid: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	out := r.Run(context.Background(), cells)
+	if out[0].Valid != "true" || out[0].Config != "control=a,b" {
+		t.Fatalf("resumed cell %+v: want the stored verdict in the current row", out[0])
 	}
 }
 

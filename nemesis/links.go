@@ -29,7 +29,7 @@ func IsLinkKind(k Kind) bool { return history.NemesisClasses(string(k))&history.
 
 // instant reports whether a step of kind k is over when it starts (no hold,
 // no undo, no end operation): client faults and a connection reset.
-func instant(k Kind) bool { return IsClientKind(k) || k == ClientReset }
+func instant(k Kind) bool { return history.Instant(string(k)) }
 
 // holdBackstop is how much longer than its step a delay-client hold lasts
 // on the link itself: the runner releases it at the step's end (and counts

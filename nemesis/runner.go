@@ -60,6 +60,7 @@ type Runner struct {
 
 	active atomic.Int32
 	done   atomic.Int32
+	failed atomic.Int32
 }
 
 // Active is the number of faults in force now (at most 1 for a serial
@@ -68,6 +69,10 @@ func (r *Runner) Active() int { return int(r.active.Load()) }
 
 // Done is the number of faults started so far.
 func (r *Runner) Done() int { return int(r.done.Load()) }
+
+// Failed is the number of nemesis operations written with an error so far:
+// the schedule was not applied as drawn.
+func (r *Runner) Failed() int { return int(r.failed.Load()) }
 
 // Run applies sched, starting now; it returns when every step ran or ctx is
 // done. A fault in force when ctx ends is undone before Run returns, so the
@@ -114,16 +119,23 @@ type opValue struct {
 	Broker    string `json:"broker,omitempty"`
 	Conns     *int   `json:"conns,omitempty"`
 	LateBytes *int   `json:"late_bytes,omitempty"`
+	// Commands are the fault commands the cluster ran for this operation,
+	// with their exit status and output (runtime.CommandRecorder).
+	Commands []runtime.CommandResult `json:"commands,omitempty"`
 }
 
 func (r *Runner) write(verb string, v opValue, err error) {
 	if v.Nodes == nil {
 		v.Nodes = []int32{}
 	}
+	if cr, ok := r.Cluster.(runtime.CommandRecorder); ok {
+		v.Commands = cr.TakeCommands()
+	}
 	raw, _ := json.Marshal(v) // plain structs: cannot fail
 	op := history.Op{Time: int64(time.Since(r.Epoch)), Process: history.Nemesis, Type: history.Info, F: verb, Raw: raw}
 	if err != nil {
 		op.Error = err.Error()
+		r.failed.Add(1)
 	}
 	r.History.Write(op)
 }
@@ -307,7 +319,7 @@ func HealAll(ctx context.Context, c runtime.Cluster, h *history.Writer, epoch ti
 	errs = append(errs, c.Heal(ctx))
 	err := errors.Join(errs...)
 	if h != nil {
-		r := Runner{History: h, Epoch: epoch}
+		r := Runner{Cluster: c, History: h, Epoch: epoch}
 		r.write(history.VerbHealAll, opValue{Action: Action{Nodes: touched, Partition: -1}}, err)
 	}
 	return err

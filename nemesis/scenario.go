@@ -143,6 +143,17 @@ func (r *Runner) scenario(ctx context.Context, st Step, v opValue) {
 		r.write(undoVerb(st.Kind), ev, err)
 	}()
 
+	// A story starts from a whole ISR: its steps assume every follower in
+	// it (KIP-101's X must be electable when A dies; a stranded leader's
+	// followers are what the ISR shrinks away). A follower the previous
+	// story restarted may still be catching up; a story begun then finds
+	// no one to elect and proves nothing, so wait for it (bounded).
+	if s, whole := waitState(func(s PartitionState) bool { return len(s.ISR) == len(s.Replicas) }); !whole || s.Leader != leader {
+		phase("isr-not-whole", s.ISR, nil, fmt.Errorf("partition %d: ISR %v of replicas %v, leader %d (was %d) after %v: story not begun",
+			v.Partition, s.ISR, s.Replicas, s.Leader, leader, r.phaseWait()))
+		return
+	}
+
 	switch st.Kind {
 	case StrandLeader:
 		groups := [][]int32{{leader}, sorted(followers)}

@@ -16,6 +16,7 @@ import (
 
 	"gregor/checker"
 	"gregor/history"
+	"gregor/internal/stats"
 )
 
 // Cell is one matrix cell's outcome: a configuration x a nemesis set x a
@@ -104,11 +105,15 @@ func ReadResults(paths ...string) ([]Cell, error) {
 		if err != nil {
 			return nil, err
 		}
-		var cells []Cell
-		if err := json.Unmarshal(b, &cells); err != nil {
-			return nil, fmt.Errorf("%s: %w (not a results.json written by gregor matrix)", p, err)
+		var res MatrixResultsFile
+		if err := json.Unmarshal(b, &res); err != nil {
+			// A results.json from before the per-cell summaries: a bare list
+			// of runs.
+			if err2 := json.Unmarshal(b, &res.Runs); err2 != nil {
+				return nil, fmt.Errorf("%s: %w (not a results.json written by gregor matrix)", p, err)
+			}
 		}
-		all = append(all, cells...)
+		all = append(all, res.Runs...)
 	}
 	SortCells(all)
 	return all, nil
@@ -119,8 +124,10 @@ func ReadResults(paths ...string) ([]Cell, error) {
 type Validation struct {
 	Rows []ValidationRow
 	// Choices are the harness settings that raise detection, with reasons.
-	Choices            []string
-	SafeRuns, Alarms   int
+	Choices          []string
+	SafeRuns, Alarms int
+	// AlarmRate is Alarms of SafeRuns with its 95% Wilson interval.
+	AlarmRate          string
 	Pass               bool
 	TargetRate, Target string // the targets, in words
 }
@@ -129,12 +136,15 @@ type Validation struct {
 // nemesis.
 type ValidationRow struct {
 	Name, Nemesis string
-	Result        string // "9/10 (90%)" or "0/2 false alarms"
-	Median        string // median time from the first fault to the first forbidden anomaly
-	Anomalies     string
-	Why           string
-	Pass          bool
-	Reports       []string
+	Result        string // the rate with its 95% Wilson interval: "detected 9/10 = 90% (95% CI 60%-98%)"
+	// Runs is the sample size; Crashed and Unknown of them neither
+	// detected nor passed (they fail the row's target).
+	Runs, Crashed, Unknown int
+	Median                 string // median time from the first fault to the first forbidden anomaly
+	Anomalies              string
+	Why                    string
+	Pass                   bool
+	Reports                []string
 }
 
 // A matrix directory (gregor matrix --out, gregor validate --out, gregor
@@ -145,6 +155,73 @@ const (
 	MatrixResults = "results.json"
 	MatrixJUnit   = "junit.xml"
 )
+
+// MatrixResultsFile is results.json: every run (shards merge by these) and,
+// per cell (a configuration x a nemesis over its seeds), the spread of its
+// runs.
+type MatrixResultsFile struct {
+	Runs  []Cell        `json:"runs"`
+	Cells []CellSummary `json:"cells"`
+}
+
+// CellSummary is one matrix cell over its seeds: lost acknowledged writes as
+// min / median / max, and the share of runs that lost any, with its 95%
+// Wilson interval (internal/stats).
+type CellSummary struct {
+	Config   string       `json:"config"`
+	Nemesis  string       `json:"nemesis"`
+	Seeds    []int64      `json:"seeds"`
+	LostAcks stats.Spread `json:"lost_acks"`
+	// LostAny counts the runs with at least one lost acknowledged write.
+	LostAny     stats.Rate `json:"lost_any"`
+	LostAnyLow  float64    `json:"lost_any_low"`
+	LostAnyHigh float64    `json:"lost_any_high"`
+	// Failed, Crashed and Unknown count runs with a forbidden anomaly, that
+	// died, or whose checker could not decide.
+	Failed  int `json:"failed"`
+	Crashed int `json:"crashed"`
+	Unknown int `json:"unknown"`
+}
+
+// Summaries groups runs (sorted: SortCells) into cells.
+func Summaries(runs []Cell) []CellSummary {
+	var out []CellSummary
+	var lost []int
+	flush := func() {
+		if len(out) == 0 {
+			return
+		}
+		c := &out[len(out)-1]
+		c.LostAcks = stats.SpreadOf(lost)
+		c.LostAnyLow, c.LostAnyHigh = c.LostAny.Wilson()
+		lost = nil
+	}
+	for _, r := range runs {
+		if len(out) == 0 || out[len(out)-1].Config != r.Config || out[len(out)-1].Nemesis != r.Nemesis {
+			flush()
+			out = append(out, CellSummary{Config: r.Config, Nemesis: r.Nemesis})
+		}
+		c := &out[len(out)-1]
+		c.Seeds = append(c.Seeds, r.Seed)
+		switch r.Valid {
+		case "crashed":
+			c.Crashed++
+			continue // no lost-acks figure: the run has none to give
+		case "false":
+			c.Failed++
+		case "true":
+		default:
+			c.Unknown++
+		}
+		lost = append(lost, r.LostAcks)
+		c.LostAny.N++
+		if r.LostAcks > 0 {
+			c.LostAny.K++
+		}
+	}
+	flush()
+	return out
+}
 
 // WriteMatrix writes index.html, results.json and junit.xml into dir.
 func WriteMatrix(dir, title string, cells []Cell) error {
@@ -158,7 +235,7 @@ func WriteMatrixValidation(dir, title string, cells []Cell, val *Validation) err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(cells, "", "  ")
+	b, err := json.MarshalIndent(MatrixResultsFile{Runs: cells, Cells: Summaries(cells)}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -181,12 +258,15 @@ func WriteMatrixValidation(dir, title string, cells []Cell, val *Validation) err
 
 type matrixCellView struct {
 	Lost, Unseen, Dups int
-	Avail              float64
-	Class              string
-	Runs               []Cell
-	Findings           string
-	Group              *GroupCell // summed over the runs (matrix_group.go)
-	Txn                *TxnCell   // summed over the runs (matrix_txn.go)
+	// Spread is set for a cell of several runs: lost acks per run as
+	// min / median / max and the runs that lost any.
+	Spread   *CellSummary
+	Avail    float64
+	Class    string
+	Runs     []Cell
+	Findings string
+	Group    *GroupCell // summed over the runs (matrix_group.go)
+	Txn      *TxnCell   // summed over the runs (matrix_txn.go)
 }
 
 type matrixRow struct {
@@ -263,6 +343,11 @@ func writeIndex(w io.Writer, title string, cells []Cell, val *Validation) error 
 	}
 	for _, r := range v.Rows {
 		for _, mc := range r.Cells {
+			if mc != nil && len(mc.Runs) > 1 {
+				if sums := Summaries(mc.Runs); len(sums) == 1 {
+					mc.Spread = &sums[0]
+				}
+			}
 			if mc != nil && len(mc.Runs) > 0 {
 				mc.Avail /= float64(len(mc.Runs))
 				var f []string

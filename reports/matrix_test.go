@@ -1,12 +1,15 @@
 package reports
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"image/color"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gregor/internal/stats"
 )
 
 func sampleCells() []Cell {
@@ -109,11 +112,11 @@ func TestShardsMergeToUnsharded(t *testing.T) {
 // per bug and per safe nemesis, the verdict, the choices, and escapes text.
 func TestValidationSectionInBrowser(t *testing.T) {
 	dir := t.TempDir()
-	val := &Validation{Pass: false, SafeRuns: 20, Alarms: 0, TargetRate: "90%", Target: "0 false alarms",
+	val := &Validation{Pass: false, SafeRuns: 20, Alarms: 0, AlarmRate: "0/20 = 0% (95% CI 0%-16%)", TargetRate: "90%", Target: "0 false alarms",
 		Choices: []string{"--concurrency 16 <i>why</i>"},
 		Rows: []ValidationRow{
 			{Name: "ack-before-isr", Nemesis: "isolate-leader", Result: "detected 10/10 (100%)", Median: "3.2s", Pass: true, Reports: []string{"runs/a/report.html"}},
-			{Name: "truncate-to-hw", Nemesis: "kip101", Result: "detected 8/10 (80%)", Median: "9s", Why: "<script>alert(1)</script>"},
+			{Name: "truncate-to-hw", Nemesis: "kip101", Result: "detected 8/10 (80%)", Runs: 11, Crashed: 1, Unknown: 7, Median: "9s", Why: "<script>alert(1)</script>"},
 			{Name: "safe (no bug)", Nemesis: "kill-leader", Result: "0/2 false alarms", Pass: true},
 		}}
 	if err := WriteMatrixValidation(dir, "gregor validate", sampleCells(), val); err != nil {
@@ -123,6 +126,9 @@ func TestValidationSectionInBrowser(t *testing.T) {
 	if got := count(dom, `<tr class="vrow">`); got != 3 {
 		t.Fatalf("%d validation rows, want 3", got)
 	}
+	// The sample size, the crashed and unknown runs, and the false-alarm
+	// rate with its interval are shown.
+	mustContain(t, dom, "<td>11</td><td>1</td><td>7</td>", `<b id="validation-alarms">0/20 = 0% (95% CI 0%-16%)</b>`)
 	mustContain(t, dom, "BELOW TARGET", "detected 8/10 (80%)", "kip101", "&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;i&gt;why&lt;/i&gt;")
 	if strings.Contains(dom, "<script>alert(1)") {
 		t.Fatal("cluster text rendered as markup")
@@ -134,4 +140,61 @@ func TestValidationSectionInBrowser(t *testing.T) {
 	if n := colours(shot, color.RGBA{0xf7, 0xc9, 0xc9, 0xff}); n < 50 {
 		t.Fatalf("a bug below target is not shown in the failure colour (%d pixels)", n)
 	}
+}
+
+// TestMatrixSeedsSpreadInBrowser: a cell run with several seeds shows its
+// lost acks as min / median / max and the share of runs that lost any with
+// its Wilson interval, in index.html and in results.json; a crashed run is
+// counted, not averaged in.
+func TestMatrixSeedsSpreadInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	cfg := "acks=1 minisr=1 rf=3 unclean=false idem=false"
+	var cells []Cell
+	for i, lost := range []int{12, 0, 7} {
+		cells = append(cells, Cell{Config: cfg, Nemesis: "kill-leader", Seed: int64(i + 1), Valid: "true", LostAcks: lost,
+			Counts: map[string]int{}, Report: "runs/x/report.html"})
+	}
+	cells = append(cells, Cell{Config: cfg, Nemesis: "kill-leader", Seed: 4, Valid: "crashed"},
+		Cell{Config: cfg, Nemesis: "pause", Seed: 1, Valid: "true", LostAcks: 5, Counts: map[string]int{}})
+	if err := WriteMatrix(dir, "matrix", cells); err != nil {
+		t.Fatal(err)
+	}
+	dom, _ := render(t, filepath.Join(dir, "index.html"))
+	mustContain(t, dom, "lost acks min / median / max: <b>0 / 7 / 12</b> (n=3)",
+		"runs that lost any: <b>2/3 = 67% (95% CI 21%-94%)</b>", "crashed: 1", "lost acks: <b>5</b>")
+	if got := count(dom, `class="spread"`); got != 1 {
+		t.Fatalf("%d cells with a spread, want 1 (the one-run cell shows its count)", got)
+	}
+	var res MatrixResultsFile
+	if err := json.Unmarshal(mustReadFile(t, filepath.Join(dir, "results.json")), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 5 || len(res.Cells) != 2 {
+		t.Fatalf("results.json: %d runs, %d cells; want 5 and 2", len(res.Runs), len(res.Cells))
+	}
+	c := res.Cells[0]
+	if c.LostAcks != (stats.Spread{Min: 0, Median: 7, Max: 12, N: 3}) || c.LostAny != (stats.Rate{K: 2, N: 3}) || c.Crashed != 1 || len(c.Seeds) != 4 {
+		t.Fatalf("cell summary %+v", c)
+	}
+	if c.LostAnyLow < 0.2 || c.LostAnyHigh > 0.95 {
+		t.Fatalf("interval [%v, %v]", c.LostAnyLow, c.LostAnyHigh)
+	}
+	// A results.json of the older form (a bare list of runs) still merges.
+	legacy := filepath.Join(dir, "legacy.json")
+	b, _ := json.Marshal(cells)
+	if err := os.WriteFile(legacy, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadResults(legacy, filepath.Join(dir, "results.json")); err != nil || len(got) != 10 {
+		t.Fatalf("ReadResults of a legacy list and a new file: %d runs, %v", len(got), err)
+	}
+}
+
+func mustReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

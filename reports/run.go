@@ -60,6 +60,9 @@ type RunInput struct {
 	// tolerated in the file.
 	Metadata     []history.MetadataSample
 	MetadataNote string
+	// Shrink links the run to its shrunk form or its original (shrink.json;
+	// nil: none).
+	Shrink *history.ShrinkLinks
 }
 
 // WriteRun renders the per-run report.
@@ -164,6 +167,7 @@ type runView struct {
 	Sends       int
 	Metadata    metadataView
 	Groups      template.HTML // group.go
+	Shrink      *shrinkView   // shrink.go
 	Txn         *txnView      // txn.go; nil without transactions
 }
 
@@ -184,6 +188,7 @@ func buildRun(in RunInput) (*runView, error) {
 		v.Title = "gregor run"
 	}
 	v.VerdictWhy = verdictWhy(in.Result)
+	v.Shrink = shrinkSection(in.Shrink)
 	if in.Config != nil {
 		v.Config = configRows(in.Config)
 	}

@@ -18,6 +18,9 @@ type NodeSpec struct {
 	ID   int32
 	Args []string
 	Env  map[string]string
+	// ControllerOnly: the node is a controller-only quorum voter (KRaft
+	// process.roles=controller), not a broker clients are seeded with.
+	ControllerOnly bool
 }
 
 // ClusterSpec is everything a runtime needs to boot a cluster.
@@ -41,6 +44,24 @@ type ClusterSpec struct {
 	Ready func(ctx context.Context, c Cluster) error
 	// ReadyTimeout bounds the wait for Ready; zero means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Settings are the brokers' settings, for runtimes whose nodes do not
+	// take `gregor broker`'s Args (runtime/image renders them into an
+	// image's own configuration).
+	Settings BrokerSettings
+}
+
+// BrokerSettings are the cluster settings an image spec may name.
+type BrokerSettings struct {
+	MinISR                        int
+	Unclean                       bool
+	ReplicaLagMax, SessionTimeout time.Duration
+	// DefaultRF is the replication factor of internal and auto-created topics.
+	DefaultRF int
+	// Bugs are gregor's planted bug switches (gregor's own image only).
+	Bugs []string
+	// Dedicated: only the controller-only nodes vote in the controller
+	// quorum; otherwise every node does (KRaft combined mode).
+	Dedicated bool
 }
 
 // MaxNodes bounds a cluster: every fault is a loop over the nodes.
@@ -55,6 +76,8 @@ type NodeInfo struct {
 	Host      string // the IP the harness dials
 	KafkaAddr string // host:port of the Kafka listener
 	RaftAddr  string // host:port of the raft (controller quorum) listener
+	// ControllerOnly is NodeSpec.ControllerOnly: no Kafka clients go to it.
+	ControllerOnly bool
 }
 
 // NodeState is what Status reports.

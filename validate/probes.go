@@ -10,6 +10,8 @@ package validate
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"gregor/matrix"
@@ -60,7 +62,8 @@ func SafeEOS(timeLimit time.Duration) matrix.Settings {
 func SafeTxn(timeLimit time.Duration) matrix.Settings {
 	s := Safe(timeLimit)
 	s.Partitions = ptr(4)
-	s.Args = []string{"--dedicated-controllers", "--workload", "txn", "--concurrency", "4", "--abort-rate", "0.3", "--transaction-version", "2"}
+	s.Workload = "txn" // in the row label too: its false alarms are its own row
+	s.Args = []string{"--dedicated-controllers", "--concurrency", "4", "--abort-rate", "0.3", "--transaction-version", "2"}
 	return s
 }
 
@@ -129,26 +132,83 @@ func SafeNemeses() []matrix.Nemesis {
 		{Name: "power-loss", Kinds: []string{"power-loss"}, Target: "leader", Interval: "3s", Duration: "2s", Settings: lazy},
 		strandLeader,
 		kip101,
-		{Name: "client-crash", Kinds: []string{"client-crash", "kill"}, Interval: "2s", Duration: "3s"},
+		clientCrash,
 	}, linkSafeNemeses()...)
 }
 
-// SafeLabel and BugLabel name a plan's matrix rows.
-const SafeLabel = "safe: acks=all minisr=2 rf=3 unclean=false idem=true"
+// TxnSafeNemeses are the faults of the txn workload's false-alarm runs.
+var TxnSafeNemeses = []matrix.Nemesis{killLeader, killTxnCoordinator, pauseProducer}
+
+var clientCrash = matrix.Nemesis{Name: "client-crash", Kinds: []string{"client-crash", "kill"}, Interval: "2s", Duration: "3s"}
+
+// GroupCommitModes are the group workload's commit modes
+// (workloads/group): each one's safe form is in the false-alarm set.
+var GroupCommitModes = []string{"auto", "auto-greedy", "before", "after", "on-revoked"}
+
+// SafeSet is one configuration of the false-alarm set and the nemeses it
+// runs under. Every workload is in the set: a checker that cries wolf only
+// on the group workload is as wrong as one that does on the queue.
+type SafeSet struct {
+	Config  matrix.Settings
+	Nemeses []matrix.Nemesis
+}
+
+// SafeSets is the false-alarm set: the queue workload in the safe
+// configuration under every nemesis, and the group workload in each commit
+// mode's safe form (the safe brokers, no injected processing failures: the
+// theory then allows exactly what the mode's semantics allow, e.g.
+// redelivery after a crash under commit-after) under consumer crashes
+// and leader kills.
+func SafeSets(timeLimit time.Duration) []SafeSet {
+	sets := []SafeSet{{Config: Safe(timeLimit), Nemeses: SafeNemeses()}}
+	for _, mode := range GroupCommitModes {
+		cfg := Safe(timeLimit)
+		cfg.Workload, cfg.CommitMode, cfg.Consumers = "group", mode, ptr(2)
+		sets = append(sets, SafeSet{Config: cfg, Nemeses: []matrix.Nemesis{
+			{Name: "consumer-crash", Kinds: []string{"client-crash"}, Interval: "3s", Duration: "1ms"},
+			killLeader,
+		}})
+	}
+	// The txn workload's safe form (transaction version 2, KIP-890) under
+	// the faults its anomalies need: none of them is allowed there.
+	sets = append(sets, SafeSet{Config: SafeTxn(timeLimit), Nemeses: TxnSafeNemeses})
+	return sets
+}
+
+// Row labels of a plan's matrix cells: Summarize reads a cell's kind back
+// from its prefix.
+const (
+	bugPrefix     = "bug="
+	controlPrefix = "control="
+	safePrefix    = "safe: "
+)
+
+// SafeLabel is the queue workload's safe row.
+var SafeLabel = SafeConfigLabel(Safe(time.Second))
+
+// SafeConfigLabel names a safe configuration's matrix row.
+func SafeConfigLabel(cfg matrix.Settings) string { return safePrefix + cfg.Label() }
 
 // BugLabel is the matrix row of a probe.
-func BugLabel(bug string) string { return "bug=" + bug }
+func BugLabel(bug string) string { return bugPrefix + bug }
+
+// ControlLabel is the matrix row of a probe's control: its exact settings
+// and fault, without the bug. A run there that fails is a false alarm.
+func ControlLabel(bugs ...string) string { return controlPrefix + strings.Join(bugs, ",") }
 
 // Plan is what `gregor validate` runs.
 type Plan struct {
-	Runs      int // per planted bug
-	SafeRuns  int // spread over SafeNemeses
+	Runs int // per planted bug, and as many controls (the probe without its bug)
+	// SafeRuns are spread over every (safe configuration, nemesis) pair of
+	// SafeSets, on top of the controls.
+	SafeRuns  int
 	TimeLimit time.Duration
 	Seed      int64 // first seed; run i uses Seed+i
 	Bugs      []string
 }
 
-// Cells expands the plan into matrix cells, probes first.
+// Cells expands the plan into matrix cells: probes, their controls, then
+// the safe sets.
 func (p Plan) Cells() ([]matrix.Cell, error) {
 	if p.Runs < 0 || p.SafeRuns < 0 || p.Runs+p.SafeRuns == 0 {
 		return nil, fmt.Errorf("--runs %d --safe-runs %d: give a positive number of runs", p.Runs, p.SafeRuns)
@@ -174,16 +234,9 @@ func (p Plan) Cells() ([]matrix.Cell, error) {
 	}
 	var cells []matrix.Cell
 	add := func(label string, cfg matrix.Settings, n matrix.Nemesis, seeds []int64) error {
-		spec := matrix.Spec{Name: "validate", Configs: []matrix.Settings{cfg}, Nemeses: []matrix.Nemesis{n}, Seeds: seeds}
-		cs, err := spec.Cells()
-		if err != nil {
-			return err
-		}
-		for i := range cs {
-			cs[i].Label = label
-		}
+		cs, err := LabelledCells(label, cfg, n, seeds)
 		cells = append(cells, cs...)
-		return nil
+		return err
 	}
 	seeds := func(n, offset int) []int64 {
 		var s []int64
@@ -200,22 +253,91 @@ func (p Plan) Cells() ([]matrix.Cell, error) {
 				return nil, err
 			}
 		}
+		// The controls: each probe's settings, fault and seeds, no bug. Two
+		// probes with the same settings and fault (ack-before-isr and
+		// hw-past-lagging-isr) share one control: the same runs, run once.
+		ctrls, err := controls(probes)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range ctrls {
+			if err := add(ControlLabel(c.bugs...), c.probe.Config, c.probe.Nemesis, seeds(p.Runs, 0)); err != nil {
+				return nil, err
+			}
+		}
 	}
-	nems := SafeNemeses()
-	for i, n := range nems {
-		// Runs are dealt round-robin: nemesis i gets runs i, i+len, ...
+	type pair struct {
+		cfg matrix.Settings
+		n   matrix.Nemesis
+		at  int // seed offset
+	}
+	var pairs []pair
+	for i, set := range SafeSets(p.TimeLimit) {
+		for j, n := range set.Nemeses {
+			pairs = append(pairs, pair{set.Config, n, 1000 + 1000*i + 100*j})
+		}
+	}
+	for i, pr := range pairs {
+		// Runs are dealt round-robin: pair i gets runs i, i+len, ...
 		k := 0
-		for j := i; j < p.SafeRuns; j += len(nems) {
+		for j := i; j < p.SafeRuns; j += len(pairs) {
 			k++
 		}
 		if k == 0 {
 			continue
 		}
-		if err := add(SafeLabel, Safe(p.TimeLimit), n, seeds(k, 1000+100*i)); err != nil {
+		if err := add(SafeConfigLabel(pr.cfg), pr.cfg, pr.n, seeds(k, pr.at)); err != nil {
 			return nil, err
 		}
 	}
+	ids := map[string]string{}
+	for _, c := range cells {
+		if other, dup := ids[c.ID]; dup {
+			return nil, fmt.Errorf("validate plan: cells %q and %q are the same run (%s): a plan must not run one cell twice into one directory", other, c.Label, c.ID)
+		}
+		ids[c.ID] = c.Label
+	}
 	return cells, nil
+}
+
+type control struct {
+	probe Probe
+	bugs  []string
+}
+
+// controls groups probes by their settings and fault (the arguments of
+// their runs without the bug), in probe order.
+func controls(probes []Probe) ([]control, error) {
+	var out []control
+	var keys []string
+	for _, pr := range probes {
+		cs, err := LabelledCells("", pr.Config, pr.Nemesis, []int64{0})
+		if err != nil {
+			return nil, err
+		}
+		key := strings.Join(cs[0].Args, " ")
+		if i := slices.Index(keys, key); i >= 0 {
+			out[i].bugs = append(out[i].bugs, pr.Bug)
+			continue
+		}
+		keys = append(keys, key)
+		out = append(out, control{pr, []string{pr.Bug}})
+	}
+	return out, nil
+}
+
+// LabelledCells are the cells of one configuration under one nemesis, one
+// per seed, in row label.
+func LabelledCells(label string, cfg matrix.Settings, n matrix.Nemesis, seeds []int64) ([]matrix.Cell, error) {
+	spec := matrix.Spec{Name: "validate", Configs: []matrix.Settings{cfg}, Nemeses: []matrix.Nemesis{n}, Seeds: seeds}
+	cs, err := spec.Cells()
+	if err != nil {
+		return nil, err
+	}
+	for i := range cs {
+		cs[i].Label = label
+	}
+	return cs, nil
 }
 
 // BugNames are the planted bugs with a probe.

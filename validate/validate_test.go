@@ -84,20 +84,33 @@ func TestEveryPlantedBugHasAProbe(t *testing.T) {
 // Every planted bug the broker carries has a probe, each probe plants
 // exactly its bug, and safe runs carry none and cover every nemesis.
 func TestPlanCells(t *testing.T) {
-	safeRuns := 2 * len(SafeNemeses())
+	// One run per (safe configuration, nemesis) pair: the queue under
+	// every safe nemesis, each group commit mode under two.
+	safeRuns := len(SafeNemeses()) + 2*len(GroupCommitModes) + len(TxnSafeNemeses)
 	cells, err := Plan{Runs: 3, SafeRuns: safeRuns, TimeLimit: 20 * time.Second, Seed: 5}.Cells()
 	if err != nil {
 		t.Fatal(err)
 	}
 	bugs := map[string]int{}
 	safe := map[string]int{}
+	groupModes := map[string]int{}
+	txnSafe := map[string]int{}
+	probeArgs, controls := map[string]string{}, map[string]string{}
+	ids := map[string]bool{}
+	for _, c := range cells {
+		if ids[c.ID] {
+			t.Fatalf("cell %s twice: two runs into one directory", c.ID)
+		}
+		ids[c.ID] = true
+	}
 	for _, c := range cells {
 		args := strings.Join(c.Args, " ")
 		limit := "--time-limit 20s"
-		switch c.Label {
-		case BugLabel("truncate-to-hw"):
+		probe := strings.TrimPrefix(strings.TrimPrefix(c.Label, "bug="), "control=")
+		switch {
+		case probe == "truncate-to-hw":
 			limit = "--time-limit 35s" // two KIP-101 stories (see Probes)
-		case BugLabel("no-zombie-fencing"), BugLabel("marker-before-prepare"):
+		case slices.ContainsFunc(strings.Split(probe, ","), func(b string) bool { return b == "no-zombie-fencing" || b == "marker-before-prepare" }):
 			limit = "--time-limit 40s" // two 15 s producer pauses (see Probes)
 		}
 		if !strings.Contains(args, limit) || !strings.Contains(args, "--dedicated-controllers") {
@@ -108,27 +121,72 @@ func TestPlanCells(t *testing.T) {
 				t.Fatalf("probe %s plants %s", b, args)
 			}
 			bugs[b]++
+			probeArgs[strings.Replace(args, " --bug "+b, "", 1)] = b
 			continue
 		}
-		if strings.Contains(args, "--bug") || c.Label != SafeLabel {
+		if b, ok := strings.CutPrefix(c.Label, "control="); ok {
+			if strings.Contains(args, "--bug") {
+				t.Fatalf("control of %s plants a bug: %s", b, args)
+			}
+			controls[args] = b
+			continue
+		}
+		if strings.Contains(args, "--bug") || !strings.HasPrefix(c.Label, "safe: ") {
 			t.Fatalf("safe cell with a bug or another label: %s %s", c.Label, args)
 		}
 		if !strings.Contains(args, "--acks all") || !strings.Contains(args, "--min-isr 2") || !strings.Contains(args, "--unclean=false") {
 			t.Fatalf("safe cell is not the safe configuration: %s", args)
 		}
-		safe[c.Nemesis.Name]++
+		if c.Label == SafeLabel {
+			safe[c.Nemesis.Name]++
+		} else if m := commitMode(args); m != "" && strings.Contains(args, "--workload group") {
+			groupModes[m]++
+		} else if strings.Contains(args, "--workload txn") && strings.Contains(args, "--transaction-version 2") {
+			txnSafe[c.Nemesis.Name]++
+		} else {
+			t.Fatalf("safe cell of neither workload: %s %s", c.Label, args)
+		}
 	}
-	for _, b := range []string{"ack-before-isr", "hw-past-lagging-isr", "truncate-to-hw", "skip-min-isr", "elect-outside-isr"} {
+	// Every probe's exact settings, fault and seeds run without the bug,
+	// once: ack-before-isr and hw-past-lagging-isr share settings and fault,
+	// so they share a control named after both.
+	// 8 probes x 3 seeds, less the 3 runs ack-before-isr and
+	// hw-past-lagging-isr share.
+	if len(probeArgs) != 21 {
+		t.Fatalf("%d distinct probe runs without their bug, want 21 (two probes share theirs)", len(probeArgs))
+	}
+	for a, b := range probeArgs {
+		if !slices.Contains(strings.Split(controls[a], ","), b) {
+			t.Errorf("probe run of %s %q has no control with the same arguments naming it (%q)", b, a, controls[a])
+		}
+	}
+	if len(controls) != 21 {
+		t.Errorf("%d control runs, want 21 (one per distinct probe run)", len(controls))
+	}
+	for _, b := range []string{"ack-before-isr", "hw-past-lagging-isr", "truncate-to-hw", "skip-min-isr", "elect-outside-isr",
+		"lso-past-open-txn", "no-zombie-fencing", "marker-before-prepare"} {
 		if bugs[b] != 3 {
 			t.Errorf("bug %s: %d runs, want 3", b, bugs[b])
 		}
 	}
 	total := 0
 	for _, n := range SafeNemeses() {
-		if safe[n.Name] < 2 {
-			t.Errorf("safe runs under %s: %d, want 2 (%d over %d nemeses)", n.Name, safe[n.Name], safeRuns, len(SafeNemeses()))
+		if safe[n.Name] < 1 {
+			t.Errorf("safe runs under %s: %d, want 1 (%d over %d pairs)", n.Name, safe[n.Name], safeRuns, safeRuns)
 		}
 		total += safe[n.Name]
+	}
+	for _, m := range GroupCommitModes {
+		if groupModes[m] != 2 {
+			t.Errorf("group commit mode %s: %d safe runs, want 2 (one per nemesis)", m, groupModes[m])
+		}
+		total += groupModes[m]
+	}
+	for _, n := range TxnSafeNemeses {
+		if txnSafe[n.Name] != 1 {
+			t.Errorf("safe txn runs under %s: %d, want 1", n.Name, txnSafe[n.Name])
+		}
+		total += txnSafe[n.Name]
 	}
 	if total != safeRuns {
 		t.Errorf("%d safe runs, want %d", total, safeRuns)
@@ -139,6 +197,14 @@ func TestPlanCells(t *testing.T) {
 	if _, err := (Plan{TimeLimit: time.Second}).Cells(); err == nil {
 		t.Fatal("a plan with no runs was accepted")
 	}
+}
+
+func commitMode(args string) string {
+	_, after, ok := strings.Cut(args, "--commit-mode ")
+	if !ok {
+		return ""
+	}
+	return strings.Fields(after)[0]
 }
 
 // writeRun stores a run's results.json and history.jsonl: a first fault at
@@ -153,7 +219,10 @@ func writeRun(t *testing.T, out, name string, forbidden bool) string {
 	if forbidden {
 		res.Valid = checker.ValidFalse
 		res.Forbidden[checker.LostWrite] = "forbidden"
-		res.Anomalies[checker.LostWrite] = []checker.Example{{Ops: []checker.OpRef{{Time: 4e9}, {Time: 5e9}}}}
+		// The example cites the acknowledgement at 1.5s (before the
+		// fault); the read that proved the loss came at 5s.
+		res.Anomalies[checker.LostWrite] = []checker.Example{{Ops: []checker.OpRef{{Time: 1.5e9}}}}
+		res.Evidence = map[string]int64{checker.LostWrite: 5e9}
 	}
 	b, _ := json.Marshal(res)
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
@@ -192,32 +261,66 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("rows: %d bugs, %d safe", len(s.Bugs), len(s.Safe))
 	}
 	a, tr := s.Bugs[0], s.Bugs[1]
-	if a.Bug != "ack-before-isr" || a.Failed != 9 || a.Runs != 10 || !a.Pass() {
+	if a.Bug != "ack-before-isr" || a.Failed != 9 || a.Runs != 10 || !a.Pass {
 		t.Fatalf("ack-before-isr row %+v", a)
 	}
 	if d, ok := a.MedianFirst(); !ok || d != 3*time.Second {
-		t.Fatalf("median first %v (%v), want 3s (evidence complete at 5s, first fault at 2s)", d, ok)
+		t.Fatalf("median first %v (%v), want 3s (the proving read at 5s, first fault at 2s; the example's ack at 1.5s is not the proof)", d, ok)
 	}
 	if _, ok := s.Safe[0].MedianFirst(); ok {
 		t.Fatal("a row that found nothing has a median time")
 	}
-	if tr.Failed != 1 || tr.Inconclusive != 1 || tr.Pass() {
-		t.Fatalf("truncate-to-hw row %+v: 1 of 2 is below 90%%", tr)
+	if tr.Failed != 1 || tr.Crashed != 1 || tr.Runs != 2 || tr.Pass {
+		t.Fatalf("truncate-to-hw row %+v: 1 of 2 is below 90%%, and the crashed run counts", tr)
 	}
-	if s.SafeRuns != 3 || s.FalseAlarms != 0 || s.Safe[0].Inconclusive != 1 {
+	if s.SafeRuns != 3 || s.FalseAlarms != 0 || s.Safe[0].Unknown != 1 || s.Inconclusive != 1 {
 		t.Fatalf("safe rows %+v", s.Safe)
 	}
-	if s.Pass() {
+	// An unknown safe run fails its row: it was never shown to pass.
+	if s.Safe[0].Pass || !s.Safe[1].Pass {
+		t.Fatalf("safe rows' verdicts %+v", s.Safe)
+	}
+	if s.Pass {
 		t.Fatal("a bug below target passed the validation")
 	}
-	cells = append(cells, reports.Cell{Config: SafeLabel, Nemesis: "pause-leader", Valid: "false", Forbidden: []string{checker.LostWrite}})
+	// A probe row whose every run detected still fails when one more crashed.
+	crashedProbe := append(slices.Clone(cells[:9]), reports.Cell{Config: BugLabel("ack-before-isr"), Nemesis: "isolate-leader", Valid: "crashed"})
+	if r := Summarize(out, crashedProbe, 20*time.Second).Bugs[0]; r.Pass || r.Runs != 10 || r.Crashed != 1 {
+		t.Fatalf("9 detections and a crash: %+v, want below target (the crash counts)", r)
+	}
+	cells = append(cells, reports.Cell{Config: SafeLabel, Nemesis: "pause-leader", Valid: "false", Forbidden: []string{checker.LostWrite}},
+		reports.Cell{Config: ControlLabel("truncate-to-hw"), Nemesis: "kip101", Valid: "true"})
 	s = Summarize(out, cells, 20*time.Second)
-	if s.FalseAlarms != 1 || s.Safe[1].Pass() {
+	if s.FalseAlarms != 1 || s.Safe[len(s.Safe)-1].Pass {
 		t.Fatalf("a safe run with a forbidden anomaly is not a false alarm: %+v", s.Safe)
+	}
+	if s.Safe[0].Kind != KindControl || s.SafeRuns != 5 {
+		t.Fatalf("the control run is not counted with the safe runs: %+v", s.Safe)
+	}
+	// 1 of 5 with its 95% Wilson interval.
+	if lo, hi := s.FalseAlarmRate.Wilson(); s.FalseAlarmRate.String() != "1/5 = 20% (95% CI 3.6%-62%)" || lo <= 0 || hi != s.FalseAlarmHigh {
+		t.Fatalf("false alarm rate %s [%v, %v]", s.FalseAlarmRate, lo, hi)
+	}
+	// The report's section carries the same rates, intervals, sample
+	// sizes, and crashed and unknown counts.
+	sec := s.Section()
+	if sec.AlarmRate != "1/5 = 20% (95% CI 3.6%-62%)" || sec.SafeRuns != 5 || sec.Pass {
+		t.Fatalf("section %+v", sec)
+	}
+	var sawCrash, sawUnknown bool
+	for _, r := range sec.Rows {
+		if !strings.Contains(r.Result, "95% CI") || r.Runs == 0 {
+			t.Fatalf("section row without its interval or sample size: %+v", r)
+		}
+		sawCrash = sawCrash || (r.Name == "truncate-to-hw" && r.Crashed == 1 && !r.Pass)
+		sawUnknown = sawUnknown || (r.Nemesis == "kill-leader" && r.Unknown == 1 && !r.Pass)
+	}
+	if !sawCrash || !sawUnknown {
+		t.Fatalf("section rows %+v lack the crashed or the unknown run", sec.Rows)
 	}
 	var sb strings.Builder
 	s.WriteTable(&sb)
-	for _, want := range []string{"ack-before-isr", "9/10", "BELOW TARGET", "false alarms: 1 in 4 safe runs"} {
+	for _, want := range []string{"ack-before-isr", "9/10 = 90% (95% CI 60%-98%)", "BELOW TARGET", "false alarms: 1/5 = 20% (95% CI 3.6%-62%)", "3s (n=9)"} {
 		if !strings.Contains(sb.String(), want) {
 			t.Fatalf("table lacks %q:\n%s", want, sb.String())
 		}

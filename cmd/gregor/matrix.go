@@ -56,6 +56,9 @@ allowed anomalies are findings ("unsafe configuration demonstrated").`,
 					return &exitError{2, err}
 				}
 			}
+			if err := matrix.CheckParallel(parallel); err != nil {
+				return &exitError{2, err}
+			}
 			bin, err := selfBinary()
 			if err != nil {
 				return err
@@ -91,7 +94,7 @@ allowed anomalies are findings ("unsafe configuration demonstrated").`,
 	}
 	cmd.Flags().StringVar(&config, "config", "matrix/default.yaml", "matrix file")
 	cmd.Flags().StringVar(&shard, "shard", "", "run only shard i of n (i/n)")
-	cmd.Flags().IntVar(&parallel, "parallel", 1, "cells run at once")
+	cmd.Flags().IntVarP(&parallel, "parallel", "j", 1, "cells run at once")
 	cmd.Flags().StringVar(&out, "out", "", "output directory (default store/matrix-NAME)")
 	cmd.Flags().StringVar(&runtimeName, "runtime", "", "runtime for every cell (default: gregor run's auto)")
 	cmd.Flags().BoolVar(&resume, "resume", false, "reuse the cells an interrupted matrix into the same --out finished (same arguments) and run the rest")

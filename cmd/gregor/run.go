@@ -16,6 +16,7 @@ import (
 	"gregor/harness"
 	"gregor/history"
 	"gregor/nemesis"
+	"gregor/runtime"
 )
 
 func init() { subcommands = append(subcommands, runCmd) }
@@ -49,6 +50,7 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.Float64Var(&cfg.SlowLoss, "slow-loss", def.SlowLoss, "slow nemesis: packet loss percent")
 	fl.DurationVar(&cfg.LinkDelay, "link-delay", def.LinkDelay, "a standing delay on every node's links for the whole test (brokers further apart): widens the window of records a leader has acknowledged and its followers not yet fetched; at most 500ms")
 	fl.Int64Var(&cfg.Seed, "seed", def.Seed, "seed of the nemesis schedule and the workload (default: random, printed)")
+	fl.StringVar(&cfg.Schedule, "schedule", def.Schedule, "replay this schedule.json (a run directory's, or gregor shrink's) instead of drawing faults from --seed, which still seeds the workload; its kinds must be in --nemesis, its target --nemesis-target")
 	fl.StringVar(&cfg.Store, "store", def.Store, "store directory: <store>/<name>/<timestamp>/")
 	fl.StringVar(&cfg.Name, "name", def.Name, "test name (store subdirectory; default: the workload's name)")
 	fl.DurationVar(&cfg.MetadataInterval, "metadata-interval", def.MetadataInterval, "how often the topic's leaders and ISR are sampled into metadata.jsonl (100ms..5s)")
@@ -66,8 +68,8 @@ func kindList() string {
 
 func runCmd() *cobra.Command {
 	var (
-		cfg         harness.Config
-		runtimeName string
+		cfg    harness.Config
+		target targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -112,10 +114,15 @@ ControllerID Metadata reports: a live broker, not necessarily the active raft
 leader), minority, majority, all, coordinator (of the --workload group
 consumer group: FindCoordinator). With brokers in combined mode, a majority
 fault loses the controller quorum; add --controllers N for progress.
-The schedule comes from --seed: the same seed replays it.
+The schedule comes from --seed: the same seed replays it. Every run writes it
+to schedule.json before the first fault (each step: start, kind, target rule,
+shape, hold, pick, params; the nodes it hit once resolved); --schedule FILE
+replays one instead (refused, exit 2, when it names kinds, a target or nodes
+this run does not have), and gregor shrink uses it.
 
 Store: <store>/<name>/<timestamp>/ holds history.jsonl and metadata.jsonl
-(written as they happen), test.json, results.json, report.html and
+(written as they happen), schedule.json and run.json (written before the
+faults), test.json, results.json, report.html and
 logs/node-N.log; <store>/<name>/latest points at the newest run. The check
 reads the stored run back as gregor check would (DESIGN.md section 8).
 
@@ -133,7 +140,9 @@ Exit status (as gregor check):
 				cfg.Seed = rand.Int64N(1 << 53) // fits a JSON number exactly
 			}
 			err := refuseGroupFlags(cmd.Flags(), cfg.Workload)
-			if err == nil {
+			// An external cluster's shape (its brokers) is known only once
+			// it answers: harness.Run validates then (harness/attach.go).
+			if err == nil && target.Runtime != "external" {
 				err = cfg.Validate()
 			}
 			if err != nil {
@@ -147,17 +156,29 @@ Exit status (as gregor check):
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			rt, err := pickRuntime(ctx, runtimeName, errOut)
+			rt, err := pickTarget(ctx, target, errOut)
 			if err != nil {
 				return &exitError{checkBadInput, err}
 			}
 			test := harness.Test{Config: cfg, Runtime: rt, Binary: bin, Progress: errOut}
+			if _, ok := rt.(runtime.Attached); ok {
+				// The topic settings not asked for are the cluster's own.
+				if !cmd.Flags().Changed("min-isr") {
+					test.ClusterTopicDefaults = append(test.ClusterTopicDefaults, harness.ConfigMinISR)
+				}
+				if !cmd.Flags().Changed("unclean") {
+					test.ClusterTopicDefaults = append(test.ClusterTopicDefaults, harness.ConfigUnclean)
+				}
+			}
 			rep, err := harness.Run(ctx, test)
 			if rep != nil && rep.Dir != "" {
 				fmt.Fprintf(errOut, "gregor run: stored in %s\n", rep.Dir)
 				for _, n := range rep.Notes {
 					fmt.Fprintf(errOut, "gregor run: note: %s\n", n)
 				}
+			}
+			if _, ok := errors.AsType[*harness.BadInputError](err); ok {
+				return &exitError{checkBadInput, err}
 			}
 			if errors.Is(err, harness.ErrInterrupted) {
 				return &exitError{checkUnknown, err}
@@ -175,7 +196,7 @@ Exit status (as gregor check):
 		},
 	}
 	registerRun(cmd.Flags(), &cfg)
-	registerRuntime(cmd.Flags(), &runtimeName)
+	registerTarget(cmd.Flags(), &target)
 	return cmd
 }
 

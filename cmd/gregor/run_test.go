@@ -3,8 +3,13 @@ package main
 import (
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"gregor/nemesis"
 )
 
 // Impossible configurations are refused before anything boots (the runtime
@@ -38,5 +43,45 @@ func TestRunRefusesImpossibleConfigs(t *testing.T) {
 		if !errors.As(err, &ee) || ee.code != checkBadInput || !strings.Contains(err.Error(), c.fix) {
 			t.Errorf("%v: got %v, want exit 2 naming %q", c.args, err, c.fix)
 		}
+	}
+}
+
+// A --schedule that names kinds, a target or nodes the run does not have
+// is refused before anything boots (exit 2), naming the flag that fixes it.
+func TestRunRefusesScheduleThatDoesNotFit(t *testing.T) {
+	f := nemesis.RecordSchedule(nemesis.Schedule{{At: time.Second, Kind: nemesis.Kill, Hold: time.Second, Pick: 1},
+		{At: 3 * time.Second, Kind: nemesis.Pause, Hold: time.Second, Pick: 2}}, 5, nemesis.TargetLeader, []int32{1, 2, 3, 4, 5}, nil, nil)
+	path := filepath.Join(t.TempDir(), "schedule.json")
+	if err := os.WriteFile(path, f.JSON(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		fix  string
+	}{
+		{[]string{"--nodes", "5", "--nemesis", "kill", "--nemesis-target", "leader"}, "add it to --nemesis"},
+		{[]string{"--nodes", "5", "--nemesis", "kill,pause"}, "give --nemesis-target leader"},
+		{[]string{"--nemesis", "kill,pause", "--nemesis-target", "leader"}, "give --nodes 5"},
+	}
+	for _, c := range cases {
+		root := newRoot()
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		root.SetArgs(append([]string{"run", "--runtime", "no-such-runtime", "--store", t.TempDir(), "--schedule", path}, c.args...))
+		err := root.Execute()
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != checkBadInput || !strings.Contains(err.Error(), c.fix) {
+			t.Errorf("%v: got %v, want exit 2 naming %q", c.args, err, c.fix)
+		}
+	}
+	// The same file with the flags it fits gets past validation: the
+	// error is the made-up runtime's.
+	root := newRoot()
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	root.SetArgs([]string{"run", "--runtime", "no-such-runtime", "--store", t.TempDir(), "--schedule", path,
+		"--nodes", "5", "--nemesis", "kill,pause", "--nemesis-target", "leader"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "no-such-runtime") {
+		t.Errorf("a fitting schedule: got %v, want the runtime's error", err)
 	}
 }

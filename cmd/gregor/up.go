@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +47,7 @@ func upCmd() *cobra.Command {
 	var (
 		c           harness.ClusterConfig
 		runtimeName string
+		name        string
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -62,7 +64,14 @@ func upCmd() *cobra.Command {
 				return err
 			}
 			start := time.Now()
-			cl, err := pickAndStart(ctx, runtimeName, c, "up", bin, cmd)
+			if err := checkNotUp(name); err != nil {
+				return &exitError{checkBadInput, err}
+			}
+			rt, err := pickRuntime(ctx, runtimeName, cmd.ErrOrStderr())
+			if err != nil {
+				return &exitError{checkBadInput, err}
+			}
+			cl, err := rt.Start(ctx, c.Spec(name, bin))
 			if err != nil {
 				return err
 			}
@@ -71,12 +80,23 @@ func upCmd() *cobra.Command {
 				defer cancel()
 				cl.Close(cctx)
 			}()
+			dir, stopControl, err := serveControl(ctx, name, rt.Name(), cl)
+			if err != nil {
+				return err
+			}
+			defer stopControl()
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "cluster up in %v\n", time.Since(start).Round(time.Millisecond))
-			for _, n := range cl.Nodes() {
-				fmt.Fprintf(out, "  node %d  kafka %s\n", n.ID, n.KafkaAddr)
+			fmt.Fprintf(out, "cluster %s up in %v\n", name, time.Since(start).Round(time.Millisecond))
+			for _, n := range snapshot(name, rt.Name(), "", cl).Nodes {
+				pid := ""
+				if n.Pid > 0 {
+					pid = fmt.Sprintf("  pid %d", n.Pid)
+				}
+				fmt.Fprintf(out, "  node %d  kafka %s%s\n", n.ID, n.Kafka, pid)
 			}
 			fmt.Fprintf(out, "bootstrap: %s\n", strings.Join(cl.Bootstrap(), ","))
+			fmt.Fprintf(out, "nodes file: %s\n", filepath.Join(dir, controlFile))
+			fmt.Fprintf(out, "faults: gregor node kill|stop|start|pause|resume|isolate|heal|pid N --cluster %s\n", name)
 			fmt.Fprintln(out, "Ctrl-C to stop and remove the cluster")
 			<-ctx.Done()
 			fmt.Fprintln(out, "stopping")
@@ -85,6 +105,7 @@ func upCmd() *cobra.Command {
 	}
 	registerCluster(cmd.Flags(), &c, harness.DefaultCluster())
 	registerRuntime(cmd.Flags(), &runtimeName)
+	cmd.Flags().StringVar(&name, "name", "up", "the cluster's name: gregor node --cluster NAME controls it (letters, digits, '-')")
 	return cmd
 }
 

@@ -30,17 +30,19 @@ const createTimeout = 60 * time.Second
 
 // Cluster is a running docker cluster. It implements runtime.Cluster.
 type Cluster struct {
-	r       *Runtime
-	cli     *client.Client
-	name    string
-	runID   string
-	image   string
-	network string // network ID
-	labels  map[string]string
-	reaper  *runtime.Reaper // removes the run's objects if this process dies first
-	nodes   []*node         // sorted by ID
-	byID    map[int32]*node
-	timings Timings
+	r     *Runtime
+	cli   *client.Client
+	name  string
+	runID string
+	image string // the nodes' image
+	// gregorImage holds the gregor binary (nsfault): image, unless Foreign.
+	gregorImage string
+	network     string // network ID
+	labels      map[string]string
+	reaper      *runtime.Reaper // removes the run's objects if this process dies first
+	nodes       []*node         // sorted by ID
+	byID        map[int32]*node
+	timings     Timings
 
 	// mu guards the fault state below and closed. It is never held across a
 	// Docker call that waits for a container (exec, stop), only across the
@@ -120,13 +122,20 @@ func (r *Runtime) StartCluster(ctx context.Context, spec runtime.ClusterSpec) (*
 		return nil, err
 	}
 	c := &Cluster{
-		r: r, cli: cli, name: spec.Name, runID: newRunID(), image: tag,
+		r: r, cli: cli, name: spec.Name, runID: newRunID(), image: tag, gregorImage: tag,
 		byID:         make(map[int32]*node, len(spec.Nodes)),
 		drops:        make(map[int32]map[int32]bool),
 		slow:         make(map[int32]slowSpec),
 		disconnected: make(map[int32]bool),
 	}
 	c.timings.Image, c.timings.ImageBuilt = time.Since(t0), built
+	if f := r.opts.Foreign; f != nil {
+		c.image = f.Image
+		if err := c.checkForeignImage(ctx); err != nil {
+			cli.Close()
+			return nil, err
+		}
+	}
 	c.labels = map[string]string{}
 	for k, v := range spec.Labels {
 		c.labels[k] = v
@@ -172,7 +181,7 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) error {
 	for i, ns := range specs {
 		ip := hostIP(subnet, firstHost+i)
 		infos[i] = runtime.NodeInfo{
-			ID: ns.ID, Host: ip.String(),
+			ID: ns.ID, Host: ip.String(), ControllerOnly: ns.ControllerOnly,
 			KafkaAddr: net.JoinHostPort(ip.String(), strconv.Itoa(spec.KafkaPort)),
 			RaftAddr:  net.JoinHostPort(ip.String(), strconv.Itoa(spec.RaftPort)),
 		}
@@ -204,6 +213,18 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) error {
 	c.timings.Probe = time.Since(t)
 
 	t = time.Now()
+	if f := c.r.opts.Foreign; f != nil && f.ReadyLog != nil {
+		timeout := spec.ReadyTimeout
+		if timeout <= 0 {
+			timeout = runtime.DefaultReadyTimeout
+		}
+		lctx, cancel := context.WithTimeout(ctx, timeout)
+		err := c.waitReadyLog(lctx, f.ReadyLog)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
 	if spec.Ready != nil {
 		if err := runtime.WaitReady(ctx, spec, c, ""); err != nil {
 			return err
@@ -234,16 +255,36 @@ func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, n
 		labels[k] = v
 	}
 	ip := n.ip.String()
+	cmd, env := append([]string{"broker"}, args...), ns.Env
+	var fn ForeignNode
+	if c.r.opts.Foreign != nil {
+		if fn, err = c.foreignContainer(n, all); err != nil {
+			return err
+		}
+		cmd, env = fn.Cmd, fn.Env
+	}
 	req := testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image:    c.image,
 			Name:     fmt.Sprintf("gregor-%s-%s-n%d", c.name, c.runID, ns.ID),
-			Cmd:      append([]string{"broker"}, args...),
-			Env:      ns.Env,
+			Cmd:      cmd,
+			Env:      env,
 			Labels:   labels,
 			Networks: []string{networkName},
 			ConfigModifier: func(cfg *container.Config) {
 				cfg.Hostname = fmt.Sprintf("n%d", ns.ID)
+				if f := c.r.opts.Foreign; f != nil {
+					if fn.Entrypoint != nil {
+						cfg.Entrypoint = fn.Entrypoint
+					}
+					if fn.User != "" {
+						cfg.User = fn.User
+					}
+					if f.DataDir != "" {
+						// An anonymous volume: removed with the container.
+						cfg.Volumes = map[string]struct{}{f.DataDir: {}}
+					}
+				}
 			},
 			HostConfigModifier: func(hc *container.HostConfig) {
 				// nsfault needs CAP_NET_ADMIN for nftables and qdiscs.
@@ -294,10 +335,15 @@ func (c *Cluster) Nodes() []runtime.NodeInfo {
 	return out
 }
 
+// Bootstrap is every node's Kafka listener; a foreign image's
+// controller-only nodes have none and are left out.
 func (c *Cluster) Bootstrap() []string {
-	out := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		out[i] = n.info.KafkaAddr
+	var out []string
+	for _, n := range c.nodes {
+		if c.r.opts.Foreign != nil && n.info.ControllerOnly {
+			continue
+		}
+		out = append(out, n.info.KafkaAddr)
 	}
 	return out
 }

@@ -55,6 +55,8 @@ type Options struct {
 	// ForceDisconnectPartitions makes Partition use `docker network
 	// disconnect` even where nftables works (to exercise the fallback).
 	ForceDisconnectPartitions bool
+	// Foreign, if set, runs another image than gregor's own (foreign.go).
+	Foreign *Foreign
 }
 
 // Runtime is the docker runtime. It implements runtime.Runtime.

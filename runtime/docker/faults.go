@@ -33,7 +33,7 @@ func (c *Cluster) probeFaults(ctx context.Context) error {
 	var lastErr error
 	probed := false
 	for _, n := range c.nodes {
-		out, err := execNsfault(ctx, c.cli, n.containerID, "probe")
+		out, err := c.nsfault(ctx, n, "probe")
 		if err != nil {
 			lastErr = err
 			if ctx.Err() != nil {
@@ -57,6 +57,14 @@ func (c *Cluster) probeFaults(ctx context.Context) error {
 	defer c.mu.Unlock()
 	c.probe = p
 	c.caps = capabilitiesFor(p, c.r.opts.ForceDisconnectPartitions)
+	if c.r.opts.Foreign != nil {
+		for _, f := range []runtime.Fault{runtime.FaultPartition, runtime.FaultDelay, runtime.FaultLoss} {
+			if cp := c.caps[f]; cp.Support == runtime.Real {
+				cp.How += ", run from gregor's image in a one-shot sidecar sharing the node's network namespace"
+				c.caps[f] = cp
+			}
+		}
+	}
 	return nil
 }
 
@@ -259,7 +267,7 @@ func (c *Cluster) applyDrops(ctx context.Context, n *node) error {
 		args = []string{"heal"}
 	}
 	return c.inNode(ctx, n, func() error {
-		if _, err := execNsfault(ctx, c.cli, n.containerID, args...); err != nil {
+		if _, err := c.nsfault(ctx, n, args...); err != nil {
 			return fmt.Errorf("node %d: %w", n.info.ID, err)
 		}
 		return nil
@@ -283,7 +291,7 @@ func (c *Cluster) applySlow(ctx context.Context, n *node) error {
 		args = []string{"slow", "--via", "nftables", "--loss", strconv.FormatFloat(s.lossPct, 'f', -1, 64)}
 	}
 	return c.inNode(ctx, n, func() error {
-		if _, err := execNsfault(ctx, c.cli, n.containerID, args...); err != nil {
+		if _, err := c.nsfault(ctx, n, args...); err != nil {
 			return fmt.Errorf("node %d: %w", n.info.ID, err)
 		}
 		return nil

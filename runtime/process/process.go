@@ -123,7 +123,7 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) (err error
 	var infos []runtime.NodeInfo
 	for _, ns := range spec.Nodes {
 		host := block + "." + strconv.Itoa(int(ns.ID))
-		infos = append(infos, runtime.NodeInfo{ID: ns.ID, Host: host,
+		infos = append(infos, runtime.NodeInfo{ID: ns.ID, Host: host, ControllerOnly: ns.ControllerOnly,
 			KafkaAddr: net.JoinHostPort(host, strconv.Itoa(spec.KafkaPort)),
 			RaftAddr:  net.JoinHostPort(host, strconv.Itoa(spec.RaftPort))})
 	}
@@ -169,6 +169,17 @@ func (c *Cluster) node(id int32) (*node, error) {
 		return nil, fmt.Errorf("no node %d in cluster %s", id, c.spec.Name)
 	}
 	return n, nil
+}
+
+// Pid is node id's process id; 0 when it does not run.
+func (c *Cluster) Pid(id int32) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[id]
+	if n == nil || n.cmd == nil || isDone(n.exited) {
+		return 0
+	}
+	return n.cmd.Process.Pid
 }
 
 // Name implements runtime.Cluster.

@@ -1,0 +1,192 @@
+package validate
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"gregor/internal/stats"
+	"gregor/matrix"
+	"gregor/reports"
+)
+
+// Generic detection: a probe's fault is picked knowing the bug; a user's
+// matrix is not. `gregor validate --generic` runs a matrix's own nemeses,
+// with its own settings, on its safe rows (acks=all, min ISR >= 2, unclean
+// off: where every lost acknowledged write is forbidden) with each planted
+// bug, and once without one (the control row), and tabulates bug x nemesis.
+// The target: every planted bug caught by the matrix (some run of some
+// nemesis ends in a forbidden anomaly), no control run failing.
+
+// NoBug names the control row of the generic table.
+const NoBug = "(no bug)"
+
+// GenericCells are the cells of spec's safe rows under its nemeses and
+// seeds, once per bug in bugs and once without a bug. Each cell's label is
+// its configuration's (with "bugs=NAME" when one is planted).
+func GenericCells(spec *matrix.Spec, bugs []string) ([]matrix.Cell, error) {
+	var safe []matrix.Settings
+	all := append(slices.Clone(spec.Configs), spec.Dimensions.Configs()...)
+	for _, c := range all {
+		if isSafe(spec.Defaults, c) {
+			safe = append(safe, c)
+		}
+	}
+	if len(safe) == 0 {
+		return nil, fmt.Errorf("matrix %q has no safe configuration (acks all, min_isr >= 2, unclean false) to plant bugs into: add one", spec.Name)
+	}
+	known := BugNames()
+	for _, b := range bugs {
+		if !slices.Contains(known, b) {
+			return nil, fmt.Errorf("--bugs %q: no such planted bug with a probe; choose from %v", b, known)
+		}
+	}
+	var cells []matrix.Cell
+	for _, bug := range append([]string{""}, bugs...) {
+		one := *spec
+		one.Dimensions = matrix.Dimensions{}
+		one.Configs = nil
+		for _, c := range safe {
+			c.Bugs = nil
+			if bug != "" {
+				c.Bugs = []string{bug}
+			}
+			one.Configs = append(one.Configs, c)
+		}
+		cs, err := one.Cells()
+		if err != nil {
+			return nil, err
+		}
+		cells = append(cells, cs...)
+	}
+	return cells, nil
+}
+
+// isSafe says whether configuration c (over defaults d) forbids every lost
+// acknowledged write: acks=all, min ISR at least 2, unclean election off.
+func isSafe(d, c matrix.Settings) bool {
+	acks, minISR, unclean := d.Acks, d.MinISR, d.Unclean
+	if c.Acks != "" {
+		acks = c.Acks
+	}
+	if c.MinISR != nil {
+		minISR = c.MinISR
+	}
+	if c.Unclean != nil {
+		unclean = c.Unclean
+	}
+	return (acks == "all" || acks == "") && minISR != nil && *minISR >= 2 && (unclean == nil || !*unclean) &&
+		c.Workload != "group" && d.Workload != "group"
+}
+
+// GenericRow is one planted bug (or NoBug) over the matrix's nemeses.
+type GenericRow struct {
+	Bug string `json:"bug"`
+	// ByNemesis is, per nemesis, the runs that ended in a forbidden anomaly
+	// of the runs made (k of n, with its Wilson interval when printed).
+	ByNemesis map[string]stats.Rate `json:"by_nemesis"`
+	// Any is the runs of any nemesis that ended in a forbidden anomaly.
+	Any     stats.Rate `json:"any"`
+	Crashed int        `json:"crashed"`
+	Unknown int        `json:"unknown"`
+	// Caught: some run failed (for NoBug: a false alarm).
+	Caught    bool     `json:"caught"`
+	Anomalies []string `json:"anomalies,omitempty"`
+}
+
+// GenericSummary is the bug x nemesis table.
+type GenericSummary struct {
+	Matrix  string       `json:"matrix"`
+	Nemeses []string     `json:"nemeses"`
+	Rows    []GenericRow `json:"rows"` // NoBug first, then bugs by name
+	Pass    bool         `json:"pass"`
+}
+
+// SummarizeGeneric tabulates the cells GenericCells made.
+func SummarizeGeneric(name string, cells []reports.Cell) *GenericSummary {
+	s := &GenericSummary{Matrix: name}
+	rows := map[string]*GenericRow{}
+	for _, c := range cells {
+		bug := strings.TrimPrefix(field(c.Config, "bugs"), "bugs=")
+		if bug == "" {
+			bug = NoBug
+		}
+		r, ok := rows[bug]
+		if !ok {
+			r = &GenericRow{Bug: bug, ByNemesis: map[string]stats.Rate{}}
+			rows[bug] = r
+		}
+		if !slices.Contains(s.Nemeses, c.Nemesis) {
+			s.Nemeses = append(s.Nemeses, c.Nemesis)
+		}
+		rate := r.ByNemesis[c.Nemesis]
+		rate.N++
+		r.Any.N++
+		switch c.Valid {
+		case "false":
+			rate.K++
+			r.Any.K++
+			for _, a := range c.Forbidden {
+				if !slices.Contains(r.Anomalies, a) {
+					r.Anomalies = append(r.Anomalies, a)
+				}
+			}
+		case "crashed":
+			r.Crashed++
+		case "true":
+		default:
+			r.Unknown++
+		}
+		r.ByNemesis[c.Nemesis] = rate
+	}
+	slices.Sort(s.Nemeses)
+	s.Pass = true
+	for _, r := range rows {
+		r.Caught = r.Any.K > 0
+		slices.Sort(r.Anomalies)
+		s.Rows = append(s.Rows, *r)
+		if r.Bug == NoBug {
+			s.Pass = s.Pass && !r.Caught && r.Crashed+r.Unknown == 0
+		} else {
+			s.Pass = s.Pass && r.Caught
+		}
+	}
+	slices.SortFunc(s.Rows, func(a, b GenericRow) int {
+		if (a.Bug == NoBug) != (b.Bug == NoBug) {
+			if a.Bug == NoBug {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Bug, b.Bug)
+	})
+	return s
+}
+
+// WriteTable prints the bug x nemesis table: per cell the runs that ended in
+// a forbidden anomaly of the runs made, then over every nemesis with its 95%
+// Wilson interval.
+func (s *GenericSummary) WriteTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "planted bug\t%s\tany nemesis (95%% Wilson CI)\tcrashed\tunknown\tcaught\t\n", strings.Join(s.Nemeses, "\t"))
+	for _, r := range s.Rows {
+		var cols []string
+		for _, n := range s.Nemeses {
+			rate := r.ByNemesis[n]
+			cols = append(cols, fmt.Sprintf("%d/%d", rate.K, rate.N))
+		}
+		verdict := "yes"
+		switch {
+		case r.Bug == NoBug && r.Caught:
+			verdict = "FALSE ALARM"
+		case r.Bug == NoBug:
+			verdict = "no false alarm"
+		case !r.Caught:
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Bug, strings.Join(cols, "\t"), r.Any, r.Crashed, r.Unknown, verdict)
+	}
+	tw.Flush()
+}

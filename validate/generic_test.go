@@ -1,0 +1,109 @@
+package validate
+
+import (
+	"strings"
+	"testing"
+
+	"gregor/checker"
+	"gregor/matrix"
+	"gregor/reports"
+)
+
+// --generic plants each bug into the default matrix's safe rows only (the
+// rows where a lost acknowledged write is forbidden), under every one of its
+// nemeses and seeds with the matrix's own settings, plus a control without a
+// bug.
+func TestGenericCells(t *testing.T) {
+	spec, err := matrix.Load("../matrix/default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bugs := []string{"ack-before-isr", "skip-min-isr"}
+	cells, err := GenericCells(spec, bugs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := (len(bugs) + 1) * len(spec.Nemeses) * len(spec.Seeds)
+	if len(cells) != want {
+		t.Fatalf("%d cells, want %d (bugs and a control x nemeses x seeds of the one safe row)", len(cells), want)
+	}
+	perBug := map[string]map[string]int{}
+	for _, c := range cells {
+		args := strings.Join(c.Args, " ")
+		if !strings.Contains(args, "--acks all") || !strings.Contains(args, "--min-isr 2") || !strings.Contains(args, "--unclean=false") {
+			t.Fatalf("generic cell outside the safe rows: %s", args)
+		}
+		bug := "none"
+		if i := strings.Index(args, "--bug "); i >= 0 {
+			bug = strings.Fields(args[i+len("--bug "):])[0]
+			if strings.Count(args, "--bug ") != 1 {
+				t.Fatalf("more than one bug: %s", args)
+			}
+		}
+		if perBug[bug] == nil {
+			perBug[bug] = map[string]int{}
+		}
+		perBug[bug][c.Nemesis.Name]++
+	}
+	for _, b := range append(bugs, "none") {
+		for _, n := range spec.Nemeses {
+			if perBug[b][n.Name] != len(spec.Seeds) {
+				t.Errorf("bug %s under %s: %d runs, want %d (one per seed)", b, n.Name, perBug[b][n.Name], len(spec.Seeds))
+			}
+		}
+	}
+	if _, err := GenericCells(spec, []string{"no-such-bug"}); err == nil {
+		t.Fatal("an unknown bug was accepted")
+	}
+	unsafe := &matrix.Spec{Name: "u", Configs: []matrix.Settings{{Acks: "1"}}, Nemeses: spec.Nemeses, Seeds: []int64{1}}
+	if _, err := GenericCells(unsafe, bugs); err == nil || !strings.Contains(err.Error(), "no safe configuration") {
+		t.Fatalf("a matrix without a safe row: %v", err)
+	}
+}
+
+// The table: a bug is caught when any run of any nemesis failed; a bug no
+// run caught, or a control run that failed or crashed, fails the target.
+func TestSummarizeGeneric(t *testing.T) {
+	row := "acks=all minisr=2 rf=3 unclean=false idem=true"
+	cell := func(bug, nem, valid string) reports.Cell {
+		c := reports.Cell{Config: row, Nemesis: nem, Valid: valid}
+		if bug != "" {
+			c.Config += " bugs=" + bug
+		}
+		if valid == "false" {
+			c.Forbidden = []string{checker.LostWrite}
+		}
+		return c
+	}
+	cells := []reports.Cell{
+		cell("", "kill-leader", "true"), cell("", "pause-leader", "true"),
+		cell("ack-before-isr", "kill-leader", "true"), cell("ack-before-isr", "pause-leader", "false"),
+		cell("skip-min-isr", "kill-leader", "true"), cell("skip-min-isr", "pause-leader", "true"),
+	}
+	s := SummarizeGeneric("default", cells)
+	if len(s.Rows) != 3 || s.Rows[0].Bug != NoBug || s.Rows[1].Bug != "ack-before-isr" {
+		t.Fatalf("rows %+v", s.Rows)
+	}
+	a := s.Rows[1]
+	if !a.Caught || a.Any.K != 1 || a.Any.N != 2 || a.ByNemesis["pause-leader"].K != 1 || a.ByNemesis["kill-leader"].K != 0 {
+		t.Fatalf("ack-before-isr row %+v", a)
+	}
+	if s.Rows[2].Caught || s.Pass {
+		t.Fatalf("skip-min-isr was never caught, yet %+v pass=%v", s.Rows[2], s.Pass)
+	}
+	var sb strings.Builder
+	s.WriteTable(&sb)
+	for _, w := range []string{"MISSED", "no false alarm", "1/2 = 50% (95% CI 9.5%-91%)"} {
+		if !strings.Contains(sb.String(), w) {
+			t.Fatalf("table lacks %q:\n%s", w, sb.String())
+		}
+	}
+	cells[5] = cell("skip-min-isr", "pause-leader", "false")
+	if s := SummarizeGeneric("default", cells); !s.Pass {
+		t.Fatalf("every bug caught and a clean control, yet below target: %+v", s.Rows)
+	}
+	cells[0] = cell("", "kill-leader", "crashed")
+	if s := SummarizeGeneric("default", cells); s.Pass || s.Rows[0].Crashed != 1 {
+		t.Fatalf("a crashed control run passed: %+v", s.Rows[0])
+	}
+}
