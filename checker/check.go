@@ -73,7 +73,7 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 	checkGroups(ix, col)
 	checkCommitRegression(ix, col)
 	checkMinISR(ix, col, cfg, opts.Metadata)
-	txnWarnings := checkTxns(ix, col)
+	txnWarnings := append(checkTxns(ix, col), checkEOS(ix, col)...)
 	lin, warnings := ix.checkLinear(col, &opts)
 	warnings = append(warnings, txnWarnings...)
 

@@ -66,6 +66,10 @@ func TestFixturesNameExactlyTheirAnomaly(t *testing.T) {
 		{G0, []int64{2, 3}, ""},
 		{G1c, []int64{2, 3}, ""},
 		{GSingle, []int64{5, 3}, ""},
+		{EOSDuplicate, []int64{1}, "in/0"},
+		{EOSMissing, []int64{3, 9}, ""},
+		{EOSReorder, []int64{5, 5}, "out/0"},
+		{EOSOffsetMismatch, []int64{3, 9}, ""},
 	}
 	if len(cases) != len(AnomalyNames) {
 		t.Fatalf("%d fixtures for %d anomaly names", len(cases), len(AnomalyNames))

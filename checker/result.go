@@ -32,12 +32,18 @@ const (
 	G0                 = "G0"
 	G1c                = "G1c"
 	GSingle            = "G-single"
+	// The exactly-once pipeline (eos.go).
+	EOSDuplicate      = "eos-duplicate"
+	EOSMissing        = "eos-missing"
+	EOSReorder        = "eos-reorder"
+	EOSOffsetMismatch = "eos-offset-mismatch"
 )
 
 // AnomalyNames lists every anomaly the checker knows, in table order.
 var AnomalyNames = []string{LostWrite, Unseen, Duplicate, InconsistentOffsets, NonmonotonicSend,
 	PollSkip, NonmonotonicPoll, G1a, CommittedSkip, Redelivered, CommittedOffsetRegression, Nonlinearizable, UnderMinISRAck,
-	AbortedRead, TornTransaction, LostCommittedWrite, IntermediateRead, G0, G1c, GSingle}
+	AbortedRead, TornTransaction, LostCommittedWrite, IntermediateRead, G0, G1c, GSingle,
+	EOSDuplicate, EOSMissing, EOSReorder, EOSOffsetMismatch}
 
 // Validity is true, false or unknown; it marshals as true, false or "unknown".
 type Validity int8

@@ -115,11 +115,16 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		powerLossOnMost = true
 	}
 	lossSet := []string{LostWrite, Unseen, InconsistentOffsets, NonmonotonicSend, Nonlinearizable}
-	txn := cfg.Workload == history.WorkloadTxn
+	txn := cfg.Workload == history.WorkloadTxn || cfg.Workload == history.WorkloadEOS
+	eosSet := []string{EOSDuplicate, EOSMissing, EOSReorder, EOSOffsetMismatch}
 	if txn {
 		// A lost record of a committed transaction: the transaction is
-		// torn, and what replaces it breaks the offset order.
+		// torn, and what replaces it breaks the offset order; a lost
+		// output record or committed offset breaks exactly-once.
 		lossSet = append(lossSet, LostCommittedWrite, TornTransaction, IntermediateRead, G0, G1c)
+		if cfg.Workload == history.WorkloadEOS {
+			lossSet = append(lossSet, eosSet...)
+		}
 	}
 	minISR := cfg.MinISR
 	if cfg.RF > 0 && (minISR <= 0 || cfg.RF < minISR) {
@@ -184,6 +189,9 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	if cfg.TransactionVersion == 1 && cfg.HasFault(history.DelaysRequests) {
 		allow("transaction version 1 (Kafka 3.x, before KIP-890) with a fault that delays a client's requests: the transaction protocol before KIP-890 assumes ordered delivery; the epoch stays the same across a producer's transactions, so a produce, AddPartitionsToTxn or EndTxn arriving after its transaction ended is taken into the producer's next one (an aborted write committed, a commit ending the wrong transaction, a write landing outside its transaction)",
 			AbortedRead, TornTransaction, LostCommittedWrite, IntermediateRead, G0, G1c, Duplicate)
+		if cfg.Workload == history.WorkloadEOS {
+			allow("transaction version 1 with delayed requests: a late EndTxn or produce moves output records and the group's offsets out of their transaction, so the pipeline's output and its committed offsets can disagree", eosSet...)
+		}
 	}
 	if txn {
 		allow("read_committed is not a snapshot: a poll fetches each partition separately and a transaction's markers land partition by partition, so a reader can see one partition's part of a transaction and not yet another's (read skew; Kafka promises atomic visibility only per partition)", GSingle)
@@ -278,6 +286,8 @@ func forbiddenReason(a string, cfg *history.Config, anyFault bool) string {
 			return v + "; each transactional producer owns its keys and runs one transaction at a time, so offset order is its transaction order, and a reader sees a write only after its commit: no write or read cycle"
 		}
 		return v + "; a committed transaction's records are all below its COMMIT marker, on every ISR member, and read_committed returns them all"
+	case EOSDuplicate, EOSMissing, EOSReorder, EOSOffsetMismatch:
+		return "exactly-once processing (KIP-98, KIP-447): each transaction writes a batch's output and the group's offsets atomically, read_committed consumers and stable offset fetches see both or neither, so every input record below the committed offsets is in the output once, in input order, and nothing past them is"
 	case CommittedOffsetRegression:
 		return "__consumer_offsets is written acks=all with min ISR " + strconv.Itoa(cfg.MinISR) + " and clean election: an acknowledged commit survives a coordinator failover (the new coordinator reloads it), so a newly assigned consumer never starts below it"
 	}

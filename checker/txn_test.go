@@ -107,3 +107,42 @@ func TestTxnTheory(t *testing.T) {
 		t.Errorf("unclean v2: torn %+v lost %+v aborted %+v", e[TornTransaction], e[LostCommittedWrite], e[AbortedRead])
 	}
 }
+
+// The eos traps stay valid: an aborted pipeline transaction's output never
+// read (its record processed again with the next attempt's value), and an
+// input record past the committed offsets not yet in the output.
+func TestEOSTrapsStayValid(t *testing.T) {
+	res, err := Check(readFixture(t, "eos-traps"), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Valid != ValidTrue || len(res.Counts) != 0 {
+		t.Fatalf("valid %v, anomalies %v:\n%s", res.Valid, res.Counts, res.JSON())
+	}
+	// Turned: the aborted transaction's output read is a duplicate (and an
+	// aborted read).
+	ops := readFixture(t, "eos-traps")
+	ops[11].Mops[0].Polls[1].Records = append([]history.Record{{Offset: 0, Value: 1001}}, ops[11].Mops[0].Polls[1].Records...)
+	res, err = Check(ops, nil, Options{})
+	if err != nil || res.Counts[EOSDuplicate] != 1 || res.Counts[AbortedRead] != 1 {
+		t.Fatalf("aborted output read: counts %v (%v)", res.Counts, err)
+	}
+}
+
+// The eos anomalies: forbidden in both versions under kills, allowed
+// under version 1 with delayed requests.
+func TestEOSTheory(t *testing.T) {
+	cfg := func(v int, n string) *history.Config {
+		return &history.Config{Acks: "all", MinISR: 2, RF: 3, Idempotence: true, Workload: history.WorkloadEOS, TransactionVersion: v, Nemeses: []string{n}}
+	}
+	for _, a := range []string{EOSDuplicate, EOSMissing, EOSReorder, EOSOffsetMismatch} {
+		for _, v := range []int{1, 2} {
+			if e := Expect(cfg(v, history.NemesisKillTxnCoordinator))[a]; e.Allowed || !strings.Contains(e.Reason, "KIP-447") {
+				t.Errorf("v%d kills: %s %+v, want forbidden (KIP-447)", v, a, e)
+			}
+		}
+		if !Expect(cfg(1, history.NemesisDelayClient))[a].Allowed || Expect(cfg(2, history.NemesisDelayClient))[a].Allowed {
+			t.Errorf("%s: want allowed under v1 + delay-client only", a)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"gregor/history"
 	"gregor/nemesis"
+	"gregor/workloads/eos"
 	"gregor/workloads/group"
 	"gregor/workloads/queue"
 	"gregor/workloads/txn"
@@ -16,6 +17,7 @@ import (
 const (
 	WorkloadQueue = "queue"             // producers and assign-based readers
 	WorkloadGroup = "group"             // producers and a consumer group (workloads/group)
+	WorkloadEOS   = history.WorkloadEOS // consume-transform-produce in transactions (workloads/eos)
 	WorkloadTxn   = history.WorkloadTxn // transactional producers, read_committed consumers (workloads/txn)
 )
 
@@ -57,6 +59,9 @@ type Config struct {
 	// AbortRate is the txn workload's share of transactions aborted on
 	// purpose (Workload "txn").
 	AbortRate float64
+	// TxnThink is the txn workload's pause between a transaction's
+	// micro-ops (--txn-think).
+	TxnThink time.Duration
 
 	// Nemeses are the fault kinds (nemesis.Kinds by name; "none" or
 	// nothing: no faults), Target whom they hit, Shapes the partition
@@ -190,7 +195,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	c.Target = string(target)
-	if target == nemesis.TargetCoordinator && c.Workload != WorkloadGroup && c.Workload != WorkloadTxn {
+	if target == nemesis.TargetCoordinator && c.Workload != WorkloadGroup && c.Workload != WorkloadTxn && c.Workload != WorkloadEOS {
 		return errors.New("--nemesis-target coordinator hits the consumer group's coordinator (or, with --workload txn, the first transactional id's): add --workload group or txn")
 	}
 	shapes, err := nemesis.ParseShapes(c.Shapes)
@@ -205,7 +210,7 @@ func (c *Config) Validate() error {
 		if nemesis.GroupOnly(k) && c.Workload != WorkloadGroup {
 			return fmt.Errorf("--nemesis %s acts on a consumer group: add --workload group", k)
 		}
-		if nemesis.TxnOnly(k) && c.Workload != WorkloadTxn {
+		if nemesis.TxnOnly(k) && c.Workload != WorkloadTxn && (c.Workload != WorkloadEOS || k == nemesis.PauseProducer) {
 			return fmt.Errorf("--nemesis %s acts on transactions: add --workload txn", k)
 		}
 	}
@@ -230,8 +235,17 @@ func (c *Config) Validate() error {
 		if err := t.Validate(); err != nil {
 			return err
 		}
+	case WorkloadEOS:
+		if c.Acks != "all" {
+			return fmt.Errorf("--workload eos with --acks %s: transactional producers need acks=all; use --acks all", c.Acks)
+		}
+		c.Idempotence = true
+		e := c.eosConfig(nil)
+		if err := e.Validate(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("--workload %q: give %s, %s or %s", c.Workload, WorkloadQueue, WorkloadGroup, WorkloadTxn)
+		return fmt.Errorf("--workload %q: give %s, %s, %s or %s", c.Workload, WorkloadQueue, WorkloadGroup, WorkloadTxn, WorkloadEOS)
 	}
 	if c.AbortRate != 0 && c.Workload != WorkloadTxn {
 		return fmt.Errorf("--abort-rate %v without --workload txn: only transactions abort", c.AbortRate)
@@ -279,7 +293,7 @@ func (c *Config) queueConfig(bootstrap []string) queue.Config {
 // txnConfig is the txn workload's config, seeded from bootstrap.
 func (c *Config) txnConfig(bootstrap []string) txn.Config {
 	return txn.Config{Bootstrap: bootstrap, Topic: c.Topic, Partitions: c.Partitions, Producers: c.Producers,
-		Consumers: c.Consumers, AbortRate: c.AbortRate, Rate: c.Rate, RequestTimeout: c.DeliveryTimeout, Seed: c.Seed}
+		Consumers: c.Consumers, AbortRate: c.AbortRate, Think: c.TxnThink, Rate: c.Rate, RequestTimeout: c.DeliveryTimeout, Seed: c.Seed}
 }
 
 // linkResponseTimeout is the producers' response timeout in a run with
@@ -296,6 +310,13 @@ func (c *Config) hasLinkFault() bool {
 		}
 	}
 	return false
+}
+
+// eosConfig is the eos workload's config: --consumers pipelines, the
+// input at --rate.
+func (c *Config) eosConfig(bootstrap []string) eos.Config {
+	return eos.Config{Bootstrap: bootstrap, Topic: c.Topic, Partitions: c.Partitions, RF: c.RF, MinISR: c.Cluster.MinISR,
+		Pipelines: c.Consumers, Rate: c.Rate, Seed: c.Seed}
 }
 
 // groupConfig is the group workload's config.

@@ -14,6 +14,7 @@ import (
 	"gregor/nemesis"
 	"gregor/runtime"
 	"gregor/runtime/clientlink"
+	"gregor/workloads/eos"
 	"gregor/workloads/txn"
 )
 
@@ -268,6 +269,10 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	}
 	runner := &nemesis.Runner{Cluster: c, Topo: topo, History: dir.hist, Epoch: epoch, Target: nemesis.Target(t.Target),
 		Crash: wl.Crash, Clients: clients, Links: links, SessionTimeout: t.Cluster.SessionTimeout, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
+	if t.Workload == WorkloadEOS {
+		topo.TransactionalIDs = eos.TransactionalIDs(t.Consumers)
+		topo.Group, topo.TxnID = eos.Group, topo.TransactionalIDs[0]
+	}
 	if tw, ok := wl.(*txn.Workload); ok {
 		topo.TransactionalIDs = txn.TransactionalIDs(t.Producers)
 		topo.TxnID = topo.TransactionalIDs[0] // --nemesis-target coordinator

@@ -96,3 +96,39 @@ func TestTxnValidateRefuses(t *testing.T) {
 		}
 	}
 }
+
+// The eos pipeline under leader kills (version 2): every input record the
+// group committed is in the output exactly once, in input order, and the
+// history's final eos-offsets line holds the group's offsets.
+func TestEOSPipelineExactlyOnceUnderLeaderKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 15 s cluster run")
+	}
+	tc := txnTest(t, "eos", 2)
+	tc.Workload, tc.Partitions, tc.Consumers, tc.Rate, tc.AbortRate = WorkloadEOS, 3, 2, 60, 0
+	rep, err := Run(context.Background(), tc)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	res := rep.Result
+	t.Logf("valid %v counts %v stats %+v", res.Valid, res.Counts, res.Stats)
+	if res.Valid == checker.ValidFalse {
+		t.Fatalf("forbidden anomalies in the exactly-once pipeline: %v %v", res.Forbidden, res.Counts)
+	}
+	if res.Stats.TxnCommitted == 0 {
+		t.Fatal("no pipeline transaction committed")
+	}
+	ops, _, _, err := history.ReadFile(rep.Dir + "/" + history.HistoryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offsets int
+	for _, op := range ops {
+		if op.F == history.FEOSOffsets && op.Type == history.OK && strings.Contains(string(op.Raw), `"group":"gregor-eos"`) {
+			offsets++
+		}
+	}
+	if offsets != 1 {
+		t.Fatalf("%d eos-offsets lines, want 1", offsets)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"gregor/history"
 	"gregor/nemesis"
 	"gregor/runtime/clientlink"
+	"gregor/workloads/eos"
 	"gregor/workloads/group"
 	"gregor/workloads/queue"
 	"gregor/workloads/txn"
@@ -36,6 +37,12 @@ type clientSteps func(ctx context.Context, k nemesis.Kind) ([]int, error)
 // group workload for Workload "group".
 // Every client dials through links, so client-link faults can act on it.
 func (t *Test) newWorkload(bootstrap []string, links *clientlink.Links, h *history.Writer, epoch time.Time) (Workload, clientSteps, error) {
+	if t.Workload == WorkloadEOS {
+		ec := t.eosConfig(bootstrap)
+		ec.Dial = func(proc int) func(context.Context, string, string) (net.Conn, error) { return links.Dialer(proc) }
+		wl, err := eos.New(ec, h, epoch)
+		return wl, nil, err
+	}
 	if t.Workload == WorkloadTxn {
 		// The transactional producers dial through links: the client-link
 		// faults act on them (the requests KIP-890 is about).

@@ -82,6 +82,10 @@ type Config struct {
 // checker's theory has transaction rows for it.
 const WorkloadTxn = "txn"
 
+// WorkloadEOS is Config.Workload of the exactly-once pipeline
+// (workloads/eos).
+const WorkloadEOS = "eos"
+
 // ParseAcks is the one place a producer acks setting is spelled out: "0",
 // "1" or "all", and "-1", which Kafka's ProducerConfig takes as another
 // spelling of "all" (acks=-1), canonicalised to "all".

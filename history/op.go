@@ -98,11 +98,14 @@ const (
 	// aborted transactions' included, so the checker keeps them out of
 	// every read_committed check (DESIGN.md section 4).
 	FPollUncommitted = "poll-uncommitted"
-	FAssign          = "assign"
-	FSubscribe       = "subscribe"
-	FCommit          = "commit"
-	FProcess         = "process"
-	FCrash           = "crash"
+	// FEOSOffsets ends an eos run: the pipeline group's committed offsets
+	// as the final read found them (invoke, then ok with Raw EOSOffsets).
+	FEOSOffsets = "eos-offsets"
+	FAssign     = "assign"
+	FSubscribe  = "subscribe"
+	FCommit     = "commit"
+	FProcess    = "process"
+	FCrash      = "crash"
 )
 
 // MopKind is the function of a micro-op.

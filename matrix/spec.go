@@ -264,6 +264,11 @@ func (s Settings) Label() string {
 		add("runtime", s.Runtime)
 	}
 	s.GroupSettings.label(add)
+	if len(s.Args) > 0 {
+		// Extra flags tell configurations apart (matrix/txn.yaml's
+		// transaction versions differ only there).
+		parts = append(parts, strings.Join(s.Args, " "))
+	}
 	return strings.Join(parts, " ")
 }
 

@@ -177,4 +177,11 @@ func TestTxnMatrix(t *testing.T) {
 	if versions["1"] != 18 || versions["2"] != 18 {
 		t.Fatalf("cells per transaction version: %v", versions)
 	}
+	labels := map[string]bool{}
+	for _, c := range cells {
+		labels[c.Label] = true
+	}
+	if len(labels) != 2 {
+		t.Fatalf("row labels %v: the two transaction versions must be two rows", labels)
+	}
 }

@@ -48,6 +48,14 @@ func Safe(timeLimit time.Duration) matrix.Settings {
 
 func ptr[T any](v T) *T { return &v }
 
+// SafeEOS is the safe configuration for the eos workload: Safe with
+// transaction version 2, three pipeline instances in one group.
+func SafeEOS(timeLimit time.Duration) matrix.Settings {
+	s := Safe(timeLimit)
+	s.Args = []string{"--dedicated-controllers", "--workload", "eos", "--consumers", "3", "--transaction-version", "2"}
+	return s
+}
+
 // SafeTxn is the safe configuration for the txn workload: Safe with
 // transaction version 2 (KIP-890), four transactional producers each
 // owning one of four partitions, and a third of the transactions aborted.
@@ -64,6 +72,7 @@ var (
 		Target: "leader", Interval: "3s", Duration: "5s"}
 	strandLeader       = matrix.Nemesis{Name: "strand-leader", Kinds: []string{"strand-leader"}, Interval: "3s", Duration: "3s"}
 	pauseProducer      = matrix.Nemesis{Name: "pause-producer", Kinds: []string{"pause-producer"}, Interval: "3s", Duration: "4s"}
+	pipelineCrash      = matrix.Nemesis{Name: "client-crash", Kinds: []string{"client-crash"}, Interval: "2s", Duration: "1ms"}
 	killTxnCoordinator = matrix.Nemesis{Name: "kill-txn-coordinator", Kinds: []string{"kill-txn-coordinator"}, Interval: "3s", Duration: "3s"}
 	killLeader         = matrix.Nemesis{Name: "kill-leader", Kinds: []string{"kill"}, Target: "leader", Interval: "3s", Duration: "3s"}
 	kip101             = matrix.Nemesis{Name: "kip101", Kinds: []string{"kip101"}, Interval: "3s", Duration: "3s",
@@ -102,6 +111,8 @@ func Probes(timeLimit time.Duration) []Probe {
 			Why: "a transactional producer frozen past its transaction timeout (15 s) is fenced and its transaction aborted; resumed, it sends on at its old epoch: a correct partition refuses (INVALID_PRODUCER_EPOCH), the bug appends, and the record joins the producer's next transaction on that partition, so when that one commits, part of the frozen transaction is read while its earlier writes were aborted (torn-transaction). A pause whose next transaction aborts shows nothing; at least 40 s for two pauses"},
 		{Bug: "marker-before-prepare", Config: txnLong, Nemesis: killTxnCoordinator,
 			Why: "markers go out before PrepareCommit is durable; a coordinator killed in that window leaves a successor that knows the transaction only as Ongoing and aborts it, while some partitions already hold its COMMIT: torn-transaction or aborted-read. The window is one replication round trip, so random kills hit it rarely: this probe measures how rarely"},
+		{Bug: "txn-offsets-early", Config: SafeEOS(timeLimit), Nemesis: pipelineCrash,
+			Why: "the eos pipeline commits its group's offsets in each transaction; a pipeline torn down mid-transaction leaves it to be aborted, and the bug has already applied its offsets: the partition's next owner starts past input whose output was aborted (eos-missing). Leader kills rarely abort a pipeline transaction (franz-go retries the produce)"},
 		{Bug: "elect-outside-isr", Config: minISR1, Nemesis: strandLeader,
 			Why: "min ISR 1 (the bug needs writes only the ISR holds): the stranded leader acknowledges alone, is killed, and the controller elects a follower outside the ISR although unclean election is off: lost-write / inconsistent-offsets. A correct controller keeps the partition offline"},
 	}

@@ -20,9 +20,7 @@ import (
 // workload. TestEveryPlantedBugHasAProbe lets a bug go without a probe only
 // while `gregor run` refuses what it awaits; once accepted, the bug needs
 // its probe like any other, and its entry goes.
-var awaitingTxn = map[string]string{
-	"txn-offsets-early": "workload eos", // TxnOffsetCommit: only a consume-transform-produce pipeline commits offsets in transactions
-}
+var awaitingTxn = map[string]string{}
 
 // accepted reports whether `gregor run` accepts what a bug awaits.
 func accepted(t *testing.T, what string) bool {
@@ -152,21 +150,21 @@ func TestPlanCells(t *testing.T) {
 	// Every probe's exact settings, fault and seeds run without the bug,
 	// once: ack-before-isr and hw-past-lagging-isr share settings and fault,
 	// so they share a control named after both.
-	// 8 probes x 3 seeds, less the 3 runs ack-before-isr and
+	// 9 probes x 3 seeds, less the 3 runs ack-before-isr and
 	// hw-past-lagging-isr share.
-	if len(probeArgs) != 21 {
-		t.Fatalf("%d distinct probe runs without their bug, want 21 (two probes share theirs)", len(probeArgs))
+	if len(probeArgs) != 24 {
+		t.Fatalf("%d distinct probe runs without their bug, want 24 (two probes share theirs)", len(probeArgs))
 	}
 	for a, b := range probeArgs {
 		if !slices.Contains(strings.Split(controls[a], ","), b) {
 			t.Errorf("probe run of %s %q has no control with the same arguments naming it (%q)", b, a, controls[a])
 		}
 	}
-	if len(controls) != 21 {
-		t.Errorf("%d control runs, want 21 (one per distinct probe run)", len(controls))
+	if len(controls) != 24 {
+		t.Errorf("%d control runs, want 24 (one per distinct probe run)", len(controls))
 	}
 	for _, b := range []string{"ack-before-isr", "hw-past-lagging-isr", "truncate-to-hw", "skip-min-isr", "elect-outside-isr",
-		"lso-past-open-txn", "no-zombie-fencing", "marker-before-prepare"} {
+		"lso-past-open-txn", "no-zombie-fencing", "marker-before-prepare", "txn-offsets-early"} {
 		if bugs[b] != 3 {
 			t.Errorf("bug %s: %d runs, want 3", b, bugs[b])
 		}

@@ -16,7 +16,7 @@ var groupFlags = []string{"processing-time", "failure-rate", "failure-handling",
 // with def's values as their defaults.
 func registerGroup(fl *pflag.FlagSet, cfg *harness.Config, def harness.Config) {
 	g, d := &cfg.Group, def.Group
-	fl.StringVar(&cfg.Workload, "workload", def.Workload, "queue (producers + assign-based readers) | group (producers + a consumer group that processes, fails and commits) | txn (transactional producers, read_committed consumers and a read_uncommitted control; needs --partitions >= --concurrency)")
+	fl.StringVar(&cfg.Workload, "workload", def.Workload, "queue (producers + assign-based readers) | group (producers + a consumer group that processes, fails and commits) | txn (transactional producers, read_committed consumers and a read_uncommitted control; needs --partitions >= --concurrency) | eos (an input producer and --consumers consume-transform-produce pipelines in one group, GroupTransactSession)")
 	fl.DurationVar(&g.ProcessingTime, "processing-time", d.ProcessingTime, "group: time to process one record")
 	fl.Float64Var(&g.FailureRate, "failure-rate", d.FailureRate, "group: probability that processing a record fails")
 	fl.StringVar(&g.FailureHandling, "failure-handling", d.FailureHandling, "group: swallow (catch and go on, as in seed 002's incident) | retry")

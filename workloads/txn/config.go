@@ -41,6 +41,10 @@ type Config struct {
 	AbortRate float64
 	// MaxMops bounds the micro-ops of one transaction (1..MaxMops drawn).
 	MaxMops int
+	// Think is a pause after each micro-op, inside the transaction
+	// (--txn-think): an application's processing between sends, which
+	// keeps a producer's transaction open most of the time.
+	Think time.Duration
 	// Rate is transactions per second over all producers; 0: unlimited.
 	Rate float64
 	// TxnTimeout is transaction.timeout.ms, RequestTimeout bounds one
@@ -80,6 +84,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Rate < 0 || c.Rate > queue.MaxRate {
 		return fmt.Errorf("--rate %v: give 0 (unlimited) to %d", c.Rate, queue.MaxRate)
+	}
+	if c.Think < 0 || c.Think > time.Second {
+		return fmt.Errorf("--txn-think %v: give 0 to 1s", c.Think)
 	}
 	if c.MaxMops <= 0 {
 		c.MaxMops = 4

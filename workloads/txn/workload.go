@@ -385,6 +385,9 @@ func (w *Workload) transact(c *client, owned []int32, pos []int64, rng *rand.Ran
 	// Run the micro-ops; the first failure stops the rest and aborts.
 	var failure string
 	for j, m := range mops {
+		if j > 0 && w.cfg.Think > 0 {
+			time.Sleep(w.cfg.Think)
+		}
 		if m.Kind == history.MopPoll {
 			pm, errName, reset := w.pollOnce(c, pos, w.cfg.PollTimeout)
 			done[j] = pm
