@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/sleep"
 	"gregor/runtime"
 )
 
@@ -34,47 +34,61 @@ type KafkaTopology struct {
 // TxnIDs implements txnTopology.
 func (k *KafkaTopology) TxnIDs() []string { return k.TransactionalIDs }
 
-// TxnCoordinator implements txnTopology: FindCoordinator for the id, one
-// bounded request.
+// TxnCoordinator implements txnTopology: FindCoordinator for the id (key
+// type 1, KIP-98).
 func (k *KafkaTopology) TxnCoordinator(ctx context.Context, id string) (int32, error) {
-	ctx, cancel := context.WithTimeout(ctx, metadataTimeout)
-	defer cancel()
-	res := kadm.NewClient(k.cl).FindTxnCoordinators(ctx, id)
-	r, ok := res[id]
-	switch {
-	case !ok:
-		return -1, fmt.Errorf("FindCoordinator %s: no answer", id)
-	case r.Err != nil:
-		return -1, fmt.Errorf("FindCoordinator %s: %w", id, r.Err)
-	}
-	return r.NodeID, nil
+	return k.findCoordinator(ctx, id, 1)
 }
 
 // Coordinator implements coordinatorTopology: FindCoordinator for Group
 // (key type 0), else for TxnID (key type 1, KIP-98).
 func (k *KafkaTopology) Coordinator(ctx context.Context) (int32, error) {
-	req := kmsg.NewPtrFindCoordinatorRequest()
 	switch {
 	case k.Group != "":
-		req.CoordinatorKey, req.CoordinatorType = k.Group, 0
+		return k.findCoordinator(ctx, k.Group, 0)
 	case k.TxnID != "":
-		req.CoordinatorKey, req.CoordinatorType = k.TxnID, 1
-	default:
-		return -1, fmt.Errorf("the run has no consumer group and no transactional id")
+		return k.findCoordinator(ctx, k.TxnID, 1)
 	}
-	req.CoordinatorKeys = []string{req.CoordinatorKey} // v4+ (KIP-699)
+	return -1, fmt.Errorf("the run has no consumer group and no transactional id")
+}
+
+// coordinatorRetry spaces FindCoordinator attempts; metadataTimeout bounds
+// them all.
+const coordinatorRetry = 100 * time.Millisecond
+
+// findCoordinator asks FindCoordinator until it names a broker, an error
+// is not retriable, or metadataTimeout passes. Right after a boot or a
+// failover the answer is COORDINATOR_NOT_AVAILABLE or
+// COORDINATOR_LOAD_IN_PROGRESS while the coordinator's partition loads;
+// Kafka's clients retry these (AbstractCoordinator.lookupCoordinator), and
+// a fault aimed at the coordinator must not settle for a random broker
+// because it asked once too early.
+func (k *KafkaTopology) findCoordinator(ctx context.Context, key string, typ int8) (int32, error) {
 	ctx, cancel := context.WithTimeout(ctx, metadataTimeout)
 	defer cancel()
+	for {
+		id, err := k.askCoordinator(ctx, key, typ)
+		if err == nil || !kerr.IsRetriable(err) || !sleep.For(ctx, coordinatorRetry) {
+			return id, err
+		}
+	}
+}
+
+// askCoordinator is one FindCoordinator request.
+func (k *KafkaTopology) askCoordinator(ctx context.Context, key string, typ int8) (int32, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKey, req.CoordinatorType = key, typ
+	req.CoordinatorKeys = []string{key} // v4+ (KIP-699)
 	resp, err := req.RequestWith(ctx, k.cl)
 	if err != nil {
-		return -1, err
+		return -1, fmt.Errorf("find coordinator of %q: %w", key, err)
 	}
 	id, code := resp.NodeID, resp.ErrorCode
 	if len(resp.Coordinators) > 0 {
 		id, code = resp.Coordinators[0].NodeID, resp.Coordinators[0].ErrorCode
 	}
 	if err := kerr.ErrorForCode(code); err != nil {
-		return -1, fmt.Errorf("find coordinator of %q: %w", req.CoordinatorKey, err)
+		return -1, fmt.Errorf("find coordinator of %q: %w", key, err)
 	}
 	return id, nil
 }
