@@ -65,22 +65,10 @@ every target is met, 1 when one is not.`,
 				if err != nil {
 					return &exitError{2, err}
 				}
-				if err := matrix.CheckParallel(parallel); err != nil {
-					return &exitError{2, err}
-				}
-				bin, err := selfBinary()
-				if err != nil {
+				banner := fmt.Sprintf("validate: %d runs (%d per planted bug and as many controls, %d safe), fault phase %v each, %d at a time", len(cells), runs, safeRuns, timeLimit, parallel)
+				if results, err = runCells(cmd, cells, banner, out, parallel, resume, runtimeName); err != nil {
 					return err
 				}
-				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-				defer stop()
-				errOut := cmd.ErrOrStderr()
-				fmt.Fprintf(errOut, "validate: %d runs (%d per planted bug and as many controls, %d safe), fault phase %v each, %d at a time\n", len(cells), runs, safeRuns, timeLimit, parallel)
-				r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: errOut, Resume: resume}
-				if runtimeName != "" {
-					r.ExtraArgs = append(r.ExtraArgs, "--runtime", runtimeName)
-				}
-				results = r.Run(ctx, cells)
 			}
 			sum := validate.Summarize(out, results, timeLimit)
 			if err := reports.WriteMatrixValidation(out, "gregor validate", results, sum.Section()); err != nil {
@@ -140,23 +128,11 @@ func runGeneric(cmd *cobra.Command, config string, bugs []string, out, runtimeNa
 		if err != nil {
 			return &exitError{2, err}
 		}
-		if err := matrix.CheckParallel(parallel); err != nil {
-			return &exitError{2, err}
-		}
-		bin, err := selfBinary()
-		if err != nil {
+		banner := fmt.Sprintf("validate --generic: matrix %s's nemeses on its safe rows, %d planted bugs and a control: %d runs, %d at a time",
+			spec.Name, len(bugs), len(cells), parallel)
+		if results, err = runCells(cmd, cells, banner, out, parallel, resume, runtimeName); err != nil {
 			return err
 		}
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		errOut := cmd.ErrOrStderr()
-		fmt.Fprintf(errOut, "validate --generic: matrix %s's nemeses on its safe rows, %d planted bugs and a control: %d runs, %d at a time\n",
-			spec.Name, len(bugs), len(cells), parallel)
-		r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: errOut, Resume: resume}
-		if runtimeName != "" {
-			r.ExtraArgs = append(r.ExtraArgs, "--runtime", runtimeName)
-		}
-		results = r.Run(ctx, cells)
 	}
 	sum := validate.SummarizeGeneric(spec.Name, results)
 	if err := reports.WriteMatrix(out, "gregor validate --generic "+spec.Name, results); err != nil {
@@ -176,4 +152,26 @@ func runGeneric(cmd *cobra.Command, config string, bugs []string, out, runtimeNa
 		return &exitError{1, errors.New("generic detection below target: a planted bug no nemesis of the matrix caught, or a control run that failed, crashed or ended unknown")}
 	}
 	return nil
+}
+
+// runCells runs a validation plan's cells through `gregor run`
+// subprocesses (matrix.Runner), parallel at a time, until done or
+// interrupted (SIGINT, SIGTERM); both validate modes share it.
+func runCells(cmd *cobra.Command, cells []matrix.Cell, banner, out string, parallel int, resume bool, runtimeName string) ([]reports.Cell, error) {
+	if err := matrix.CheckParallel(parallel); err != nil {
+		return nil, &exitError{2, err}
+	}
+	bin, err := selfBinary()
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errOut := cmd.ErrOrStderr()
+	fmt.Fprintln(errOut, banner)
+	r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: errOut, Resume: resume}
+	if runtimeName != "" {
+		r.ExtraArgs = append(r.ExtraArgs, "--runtime", runtimeName)
+	}
+	return r.Run(ctx, cells), nil
 }
