@@ -18,6 +18,7 @@ import (
 // the process never runs again, a new process takes over, and the history
 // still pairs (one operation at a time per process).
 func TestClientCrash(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	c := startCluster(t, testSpec("crash", 1, 1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

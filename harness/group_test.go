@@ -66,6 +66,7 @@ func runGroup(t *testing.T, tc Test) *Report {
 // with retries skips nothing, and the crashes make the next owner process
 // records again (redelivered: at-least-once).
 func TestGroupAutoCommitSkipsCommitAfterRedelivers(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("three 8 s cluster runs")
 	}
@@ -114,6 +115,7 @@ func TestGroupAutoCommitSkipsCommitAfterRedelivers(t *testing.T) {
 // rebalance it triggers moves partitions to it, with its pause and lag
 // measured and shown in the report.
 func TestGroupExperimentBJoin(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("an 8 s cluster run")
 	}
@@ -148,6 +150,7 @@ func TestGroupExperimentBJoin(t *testing.T) {
 // cooperative-sticky with static membership rebalances less and pauses the
 // group for less in total than eager range without static ids.
 func TestGroupRollingRestartCooperativeStatic(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("two 8 s cluster runs")
 	}

@@ -170,7 +170,10 @@ func produce(t *testing.T, cl *kgo.Client, v string) int64 {
 	return r.Offset
 }
 
-func TestLinkFaultEffects(t *testing.T) { newLinkEnv(t).effects(t) }
+func TestLinkFaultEffects(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
+	newLinkEnv(t).effects(t)
+}
 
 // The same effects on the docker runtime: the clients run in the harness
 // process and reach the containers by the addresses the brokers advertise.
@@ -325,6 +328,7 @@ func (c *connects) to(id int32) int {
 // for the group (as a client's own lookup does), and a fault there moves
 // the group's coordination to another broker.
 func TestCoordinatorTarget(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	e := newEffectEnv(t)
 	e.topo.Group = "coord-g"
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.boot...), kgo.DialTimeout(time.Second))
@@ -369,6 +373,7 @@ func TestCoordinatorTarget(t *testing.T) {
 // rounds within one step, each restart without error, and leaves a healthy
 // topic with a full ISR.
 func TestRestartStormEffect(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	l := newLinkEnv(t)
 	r := &nemesis.Runner{Cluster: l.c, Topo: l.topo, History: l.hist, Epoch: time.Now(), Target: nemesis.TargetLeader,
 		SessionTimeout: DefaultConfig().Cluster.SessionTimeout, PhaseWait: 20 * time.Second}

@@ -18,6 +18,12 @@ import (
 // built once here with CGO_ENABLED=0.
 var binary string
 
+// Tests that boot a process cluster run in parallel (t.Parallel, at most
+// make test's -parallel at once): each spends most of its time waiting on
+// failure detection, session timeouts and holds, not on the CPU, and in
+// series they were most of make test's wall time. Each cluster has its own
+// 127.x.y block and directory, so they share nothing. The docker runtime's
+// tests stay serial: they share the image build.
 func TestMain(m *testing.M) {
 	os.Exit(mainWithBinary(m))
 }

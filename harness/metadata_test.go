@@ -62,6 +62,7 @@ func waitSamples(t *testing.T, path, what string, limit time.Duration, cond func
 // accepts connections and never answers) costs timed-out attempts while
 // samples keep coming.
 func TestMetadataSamplerSeesFailover(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("boots a cluster")
 	}

@@ -224,6 +224,7 @@ func (e *effectEnv) produceSome(stop <-chan struct{}) {
 }
 
 func TestNemesisEffects(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	e := newEffectEnv(t)
 	leaderMoves := func(kind nemesis.Kind) func(t *testing.T) {
 		return func(t *testing.T) {

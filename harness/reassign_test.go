@@ -39,6 +39,7 @@ func reassignTest(t *testing.T, name, acks string, minISR int) Test {
 // history's reassign operations name replicas that differ from the
 // originals and carry no error.
 func TestReassignAcksAllMinISR2LosesNothing(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("a 12 s cluster run")
 	}

@@ -90,6 +90,7 @@ func checkStore(t *testing.T, tc Test, rep *Report) {
 // it: the final reads miss them (lost-write or unseen), and the theory calls
 // it allowed (an unsafe configuration demonstrated), not a failed run.
 func TestAcks1LeaderKillLosesWrites(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("a 20 s cluster run")
 	}
@@ -116,6 +117,7 @@ func TestAcks1LeaderKillLosesWrites(t *testing.T) {
 
 // acks=all, min ISR 2, RF 3 under the same faults shows no forbidden anomaly.
 func TestAcksAllMinISR2LeaderKillSafe(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("a 20 s cluster run")
 	}

@@ -105,6 +105,7 @@ func runScenarioSteps(t *testing.T, kind nemesis.Kind, steps, minISR int, extra 
 // min ISR 1 and unclean election off a correct controller keeps the
 // partition offline (no follower is eligible) until the leader returns.
 func TestScenarioStrandLeader(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	order, nodes, leader := runScenario(t, nemesis.StrandLeader, 1)
 	want := fmt.Sprint([]string{"cut", "kill-leader", "heal-links", "offline", "end"})
 	if fmt.Sprint(order) != want {
@@ -119,6 +120,7 @@ func TestScenarioStrandLeader(t *testing.T) {
 // ISR, by the long lag timeout) is elected: every step of the KIP's story
 // happened.
 func TestScenarioKIP101(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	order, nodes, leader := runScenario(t, nemesis.KIP101, 2, "--replica-lag-max", "20s")
 	want := fmt.Sprint([]string{"slow-leader", "cut-follower", "kill-leader", "kill-next", "heal-links", "elected", "end"})
 	if fmt.Sprint(order) != want {
@@ -137,6 +139,7 @@ func TestScenarioKIP101(t *testing.T) {
 // elected" in 9 of 10 second stories of gregor validate's truncate-to-hw
 // probe before), so both tell the whole story.
 func TestScenarioKIP101BackToBack(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	order, _, _ := runScenarioSteps(t, nemesis.KIP101, 2, 2, "--replica-lag-max", "20s")
 	story := []string{"slow-leader", "cut-follower", "kill-leader", "kill-next", "heal-links", "elected", "end"}
 	want := fmt.Sprint(append(append([]string(nil), story...), story...))

@@ -24,6 +24,7 @@ import (
 // shows one of the run's forbidden anomalies, as a new run with the same
 // seed, linked both ways. Bounded: 4 replays, 5 minutes.
 func TestShrinkPlantedBugToFewerFaults(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("a 14 s run and up to 4 replays")
 	}

@@ -94,6 +94,7 @@ func lateEndTxn(t *testing.T, version int16) (visible []string, end1, end2 error
 // early when the late request arrives at T2's epoch, so an aborted
 // transaction's record is read.
 func TestLateEndTxnByVersion(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("boots two clusters")
 	}

@@ -21,6 +21,7 @@ import (
 // transactional id, and the coordination moves to another broker while it
 // is down (its __transaction_state partition gets a new leader).
 func TestKillTxnCoordinatorEffect(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("boots a cluster")
 	}
@@ -66,6 +67,7 @@ func TestKillTxnCoordinatorEffect(t *testing.T) {
 // transaction and fences the producer, so the transaction it was in when
 // frozen ends only after the pause, and not committed.
 func TestPauseProducerEffect(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("a 25 s cluster run")
 	}

@@ -35,6 +35,7 @@ func txnTest(t *testing.T, name string, version int16, bugs ...string) Test {
 // reads the aborted ones, and a correct cluster (version 2, acks=all, min
 // ISR 2) shows no forbidden anomaly under leader kills.
 func TestTxnWorkloadSafeUnderLeaderKills(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("a 15 s cluster run")
 	}
@@ -64,6 +65,7 @@ func TestTxnWorkloadSafeUnderLeaderKills(t *testing.T) {
 // A planted bug that lets read_committed read open transactions is caught
 // as aborted reads.
 func TestTxnWorkloadCatchesLSOPastOpenTxn(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("a 15 s cluster run")
 	}
@@ -101,6 +103,7 @@ func TestTxnValidateRefuses(t *testing.T) {
 // group committed is in the output exactly once, in input order, and the
 // history's final eos-offsets line holds the group's offsets.
 func TestEOSPipelineExactlyOnceUnderLeaderKills(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
 		t.Skip("a 15 s cluster run")
 	}
