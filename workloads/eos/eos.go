@@ -32,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/history"
+	"gregor/workloads/internal/live"
 	"gregor/workloads/queue"
 )
 
@@ -104,9 +105,8 @@ type Workload struct {
 	ops      atomic.Int64
 
 	mu       sync.Mutex
-	attempts map[attemptKey]int64 // input record -> times written to the output
-	live     map[int]*kgo.Client
-	rng      *rand.Rand
+	attempts map[attemptKey]int64   // input record -> times written to the output
+	live     *live.Set[*kgo.Client] // for Crash
 }
 
 // attemptKey is one input record: values are unique per partition.
@@ -124,7 +124,7 @@ func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
 		return nil, errors.New("eos: no bootstrap brokers")
 	}
 	return &Workload{cfg: cfg, h: h, epoch: epoch, next: make([]atomic.Int64, cfg.Partitions),
-		attempts: map[attemptKey]int64{}, live: map[int]*kgo.Client{}, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x656f73))}, nil
+		attempts: map[attemptKey]int64{}, live: live.New[*kgo.Client](rand.New(rand.NewPCG(uint64(cfg.Seed), 0x656f73)))}, nil
 }
 
 // Ops counts completed operations.
@@ -142,18 +142,10 @@ func (w *Workload) newProc() int { return int(w.nextProc.Add(1) - 1) }
 
 // Crash tears down one running client (seeded draw).
 func (w *Workload) Crash() (int, func(), bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var procs []int
-	for p := range w.live {
-		procs = append(procs, p)
-	}
-	if len(procs) == 0 {
+	p, cl, ok := w.live.Draw(nil)
+	if !ok {
 		return -1, nil, false
 	}
-	slices.Sort(procs)
-	p := procs[w.rng.IntN(len(procs))]
-	cl := w.live[p]
 	return p, func() { go cl.Close() }, true
 }
 
@@ -246,17 +238,13 @@ func (w *Workload) pipeline(ctx context.Context, i int) {
 		if err != nil {
 			return
 		}
-		w.mu.Lock()
-		w.live[proc] = sess.Client()
-		w.mu.Unlock()
+		w.live.Add(proc, sess.Client())
 		for ctx.Err() == nil {
 			if !w.step(sess, proc) {
 				break
 			}
 		}
-		w.mu.Lock()
-		delete(w.live, proc)
-		w.mu.Unlock()
+		w.live.Remove(proc)
 		sess.Close()
 		if ctx.Err() == nil {
 			raw, _ := json.Marshal(map[string]any{"process": proc})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/history"
+	"gregor/workloads/internal/live"
 )
 
 // Workload runs the producers and consumers of one test.
@@ -28,9 +28,7 @@ type Workload struct {
 	nextProc atomic.Int64
 	ops      atomic.Int64
 
-	mu   sync.Mutex
-	live map[int]*client // process -> its client, for Crash
-	rng  *rand.Rand      // guarded by mu
+	live *live.Set[*client] // for Crash
 }
 
 // client is one process's franz-go client. crashed is set by Crash, which
@@ -50,7 +48,7 @@ func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
 		return nil, errors.New("queue: no bootstrap brokers")
 	}
 	return &Workload{cfg: cfg, h: h, epoch: epoch, next: make([]atomic.Int64, cfg.Partitions),
-		live: map[int]*client{}, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x717565756))}, nil
+		live: live.New[*client](rand.New(rand.NewPCG(uint64(cfg.Seed), 0x717565756)))}, nil
 }
 
 // Ops is the number of operations completed so far.
@@ -72,16 +70,10 @@ func (w *Workload) newProc() int { return int(w.nextProc.Add(1) - 1) }
 // workload that runs its own clients beside w's producers (workloads/group).
 func (w *Workload) NewProcess() int { return w.newProc() }
 
-func (w *Workload) register(c *client) {
-	w.mu.Lock()
-	w.live[c.proc] = c
-	w.mu.Unlock()
-}
+func (w *Workload) register(c *client) { w.live.Add(c.proc, c) }
 
 func (w *Workload) unregister(c *client) {
-	w.mu.Lock()
-	delete(w.live, c.proc)
-	w.mu.Unlock()
+	w.live.Remove(c.proc)
 	c.cl.Close()
 }
 
@@ -94,20 +86,10 @@ func (w *Workload) unregister(c *client) {
 // event and continues as a new process on a new client. ok is false when no
 // client runs.
 func (w *Workload) Crash() (process int, tearDown func(), ok bool) {
-	w.mu.Lock()
-	procs := make([]int, 0, len(w.live))
-	for p, c := range w.live {
-		if !c.crashed.Load() {
-			procs = append(procs, p)
-		}
-	}
-	if len(procs) == 0 {
-		w.mu.Unlock()
+	_, c, ok := w.live.Draw(func(c *client) bool { return !c.crashed.Load() })
+	if !ok {
 		return -1, nil, false
 	}
-	slices.Sort(procs)
-	c := w.live[procs[w.rng.IntN(len(procs))]]
-	w.mu.Unlock()
 	return c.proc, func() {
 		c.crashed.Store(true)
 		go c.cl.Close() // Close waits for in-flight requests; the crash must not

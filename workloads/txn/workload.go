@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/history"
+	"gregor/workloads/internal/live"
 	"gregor/workloads/queue"
 )
 
@@ -31,9 +32,7 @@ type Workload struct {
 	nextProc atomic.Int64
 	ops      atomic.Int64
 
-	mu   sync.Mutex
-	live map[int]*client // process -> its client, for Crash
-	rng  *rand.Rand      // guarded by mu
+	live *live.Set[*client] // for Crash and PauseProducer
 }
 
 // client is one process's franz-go client; crashed is set by Crash, which
@@ -75,20 +74,10 @@ func TransactionalIDs(n int) []string {
 // the epoch (fencing it) while the producer believes it open; then it goes
 // on as if nothing happened, as a paused JVM would.
 func (w *Workload) PauseProducer(hold time.Duration) (int, time.Duration, <-chan struct{}, bool) {
-	w.mu.Lock()
-	var procs []int
-	for p, c := range w.live {
-		if c.producer && !c.crashed.Load() && c.pause.Load() == nil {
-			procs = append(procs, p)
-		}
-	}
-	if len(procs) == 0 {
-		w.mu.Unlock()
+	_, c, ok := w.live.Draw(func(c *client) bool { return c.producer && !c.crashed.Load() && c.pause.Load() == nil })
+	if !ok {
 		return -1, 0, nil, false
 	}
-	slices.Sort(procs)
-	c := w.live[procs[w.rng.IntN(len(procs))]]
-	w.mu.Unlock()
 	req := &pauseReq{hold: max(hold, w.cfg.TxnTimeout*3/2), resumed: make(chan struct{})}
 	c.pause.Store(req)
 	return c.proc, req.hold, req.resumed, true
@@ -103,7 +92,7 @@ func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
 		return nil, errors.New("txn: no bootstrap brokers")
 	}
 	return &Workload{cfg: cfg, h: h, epoch: epoch, next: make([]atomic.Int64, cfg.Partitions),
-		live: map[int]*client{}, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x74786e))}, nil
+		live: live.New[*client](rand.New(rand.NewPCG(uint64(cfg.Seed), 0x74786e)))}, nil
 }
 
 // Ops is the number of operations completed so far.
@@ -119,16 +108,10 @@ func (w *Workload) write(op history.Op) {
 
 func (w *Workload) newProc() int { return int(w.nextProc.Add(1) - 1) }
 
-func (w *Workload) register(c *client) {
-	w.mu.Lock()
-	w.live[c.proc] = c
-	w.mu.Unlock()
-}
+func (w *Workload) register(c *client) { w.live.Add(c.proc, c) }
 
 func (w *Workload) unregister(c *client) {
-	w.mu.Lock()
-	delete(w.live, c.proc)
-	w.mu.Unlock()
+	w.live.Remove(c.proc)
 	c.cl.Close()
 }
 
@@ -138,20 +121,10 @@ func (w *Workload) unregister(c *client) {
 // process on a new client (a producer with the same transactional id, which
 // fences the old one, as a restarted application would).
 func (w *Workload) Crash() (process int, tearDown func(), ok bool) {
-	w.mu.Lock()
-	procs := make([]int, 0, len(w.live))
-	for p, c := range w.live {
-		if !c.crashed.Load() {
-			procs = append(procs, p)
-		}
-	}
-	if len(procs) == 0 {
-		w.mu.Unlock()
+	_, c, ok := w.live.Draw(func(c *client) bool { return !c.crashed.Load() })
+	if !ok {
 		return -1, nil, false
 	}
-	slices.Sort(procs)
-	c := w.live[procs[w.rng.IntN(len(procs))]]
-	w.mu.Unlock()
 	return c.proc, func() {
 		c.crashed.Store(true)
 		go c.cl.Close()
