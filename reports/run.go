@@ -6,6 +6,7 @@ package reports
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -281,29 +282,67 @@ func intervals(ops []history.Op) (ivs []interval, nemesis []history.Op, end int6
 	return ivs, nemesis, end
 }
 
-// A verb that ends a fault (history.IsEndVerb) ends its band; any other
-// nemesis verb starts one. A fault is shaded from its start to the next
-// ending operation (or the end).
+// faultBands shades each fault from its first operation to its end. A
+// nemesis operation names its schedule step ("step"): a step's band ends
+// at the ending verb (history.IsEndVerb) with the same step, so faults
+// composed to overlap (--compose) get a band each; a scenario's phase
+// operations only add their verb to its label. Heal-all, which has no
+// step, ends every open band; a fault never ended runs to the end. An
+// operation without a step that does not end anything (a history written
+// before steps were recorded) pairs with the next step-less end, as the
+// serial schedule it came from did.
 func faultBands(nemesis []history.Op, end int64) []band {
-	var out []band
-	startAt, label := int64(-1), ""
+	type open struct {
+		at    int64
+		label string
+	}
+	const noStep = -1
+	var (
+		out   []band
+		opens = map[int]*open{}
+		order []int // steps in the order they opened: the bands' order
+	)
+	closeStep := func(step int, at int64) {
+		o := opens[step]
+		if o == nil {
+			return
+		}
+		out = append(out, band{X: float64(o.at), W: float64(at - o.at), Label: o.label})
+		delete(opens, step)
+	}
 	for _, op := range nemesis {
+		step := noStep
+		var v struct {
+			Step *int `json:"step"`
+		}
+		if json.Unmarshal(op.Raw, &v) == nil && v.Step != nil {
+			step = *v.Step
+		}
 		if history.IsEndVerb(op.F) {
-			if startAt >= 0 {
-				out = append(out, band{X: float64(startAt), W: float64(op.Time - startAt), Label: label})
-				startAt = -1
+			if step == noStep && opens[noStep] == nil {
+				// heal-all: everything still open ends here.
+				for _, s := range order {
+					closeStep(s, op.Time)
+				}
+				order = order[:0]
+				continue
+			}
+			closeStep(step, op.Time)
+			continue
+		}
+		if o := opens[step]; o != nil {
+			if !slices.Contains(strings.Split(o.label, "+"), op.F) {
+				o.label += "+" + op.F
 			}
 			continue
 		}
-		if startAt < 0 {
-			startAt, label = op.Time, op.F
-		} else if !strings.Contains(label, op.F) {
-			label += "+" + op.F
-		}
+		opens[step] = &open{at: op.Time, label: op.F}
+		order = append(slices.DeleteFunc(order, func(s int) bool { return s == step }), step)
 	}
-	if startAt >= 0 {
-		out = append(out, band{X: float64(startAt), W: float64(end - startAt), Label: label})
+	for _, s := range order {
+		closeStep(s, end)
 	}
+	slices.SortStableFunc(out, func(a, b band) int { return cmp.Compare(a.X, b.X) })
 	return out
 }
 
