@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"gregor/internal/strictyaml"
 )
 
 // Spec is a matrix file.
@@ -129,15 +130,9 @@ type Cell struct {
 
 // Load reads and validates a matrix file.
 func Load(path string) (*Spec, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var s Spec
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := strictyaml.Load(path, &s); err != nil {
+		return nil, err
 	}
 	if len(s.Seeds) == 0 {
 		s.Seeds = []int64{1}

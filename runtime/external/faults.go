@@ -3,7 +3,6 @@ package external
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -11,9 +10,8 @@ import (
 	"text/template"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"gregor/history"
+	"gregor/internal/strictyaml"
 )
 
 // Verb is a fault command's name in a fault file.
@@ -118,15 +116,9 @@ const MaxTimeout = 5 * time.Minute
 // template rendering. Whether its nodes exist is checked against the
 // cluster (CheckNodes).
 func LoadFaults(path string) (*FaultFile, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--faults: %w", err)
-	}
 	f := &FaultFile{Path: path}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(f); err != nil {
-		return nil, fmt.Errorf("--faults %s: %w (verbs: %s)", path, err, verbList())
+	if err := strictyaml.Load(path, f); err != nil {
+		return nil, fmt.Errorf("--faults: %w (verbs: %s)", err, verbList())
 	}
 	if f.Timeout == 0 {
 		f.Timeout = DefaultTimeout

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -26,8 +25,7 @@ import (
 	"text/template"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
+	"gregor/internal/strictyaml"
 	"gregor/runtime"
 	"gregor/runtime/docker"
 )
@@ -113,15 +111,9 @@ const DefaultReadyTimeout = 120 * time.Second
 // Load reads and checks an image spec: an image named, every template
 // rendering; each refusal names the field.
 func Load(path string) (*Spec, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--image-spec: %w", err)
-	}
 	s := &Spec{Path: path}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(s); err != nil {
-		return nil, fmt.Errorf("--image-spec %s: %w", path, err)
+	if err := strictyaml.Load(path, s); err != nil {
+		return nil, fmt.Errorf("--image-spec: %w", err)
 	}
 	if strings.TrimSpace(s.Image) == "" {
 		return nil, fmt.Errorf("--image-spec %s: image: give the node image (e.g. apache/kafka:3.9.0, or {{.GregorImage}} for gregor's own)", path)
@@ -142,6 +134,7 @@ func Load(path string) (*Spec, error) {
 		s.Ready.Timeout = DefaultReadyTimeout
 	}
 	if s.Ready.Log != "" {
+		var err error
 		if s.readyLog, err = regexp.Compile(s.Ready.Log); err != nil {
 			return nil, fmt.Errorf("--image-spec %s: ready.log: %w", path, err)
 		}
