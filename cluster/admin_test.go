@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,25 @@ func TestAdminAPIs(t *testing.T) {
 		}
 		if bresp, err := adm.AlterBrokerConfigs(ctx, set("num.io.threads", "4")); err != nil || !errors.Is(bresp[0].Err, kerr.InvalidConfig) {
 			t.Fatalf("a broker config this cluster cannot change answered %v %+v", err, bresp)
+		}
+		// A broker's own resource also describes its read-only
+		// replica.lag.time.max.ms (the harness reads it back from a
+		// cluster it attaches to), from the command line, not alterable.
+		bcs, err := adm.DescribeBrokerConfigs(ctx, 2)
+		if err != nil || len(bcs) != 1 || bcs[0].Err != nil {
+			t.Fatalf("describe broker 2: %v %+v", err, bcs)
+		}
+		var lag *kadm.Config
+		for i, c := range bcs[0].Configs {
+			if c.Key == "replica.lag.time.max.ms" {
+				lag = &bcs[0].Configs[i]
+			}
+		}
+		if want := strconv.FormatInt(testLagMax.Milliseconds(), 10); lag == nil || lag.MaybeValue() != want || lag.Source != kmsg.ConfigSourceStaticBrokerConfig {
+			t.Fatalf("broker 2 describes replica.lag.time.max.ms as %+v, want %s from its command line", lag, want)
+		}
+		if bresp, err := adm.AlterBrokerConfigs(ctx, set("replica.lag.time.max.ms", "1000"), 2); err != nil || !errors.Is(bresp[0].Err, kerr.InvalidConfig) {
+			t.Fatalf("altering the read-only replica.lag.time.max.ms answered %v %+v", err, bresp)
 		}
 	})
 

@@ -447,6 +447,16 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) (*kerr.Error, str
 	return nil, ""
 }
 
+// ReadOnlyBrokerConfigs implements wire.Backend. replica.lag.time.max.ms is
+// what a client needs to reason about ISR shrinks (gregor's min-ISR check
+// reads it back from a cluster it attaches to); Kafka's default is 30 s
+// (ReplicationConfigs.REPLICA_LAG_TIME_MAX_MS_DEFAULT).
+func (b *Broker) ReadOnlyBrokerConfigs() map[string]wire.ReadOnlyConfig {
+	return map[string]wire.ReadOnlyConfig{
+		"replica.lag.time.max.ms": {Value: strconv.FormatInt(b.cfg.ReplicaLagMax.Milliseconds(), 10), KafkaDefault: "30000"},
+	}
+}
+
 // BrokerDefaults implements wire.Backend: this broker's static configs (its
 // command line), by Kafka's broker config names.
 func (b *Broker) BrokerDefaults() map[string]string {

@@ -11,7 +11,9 @@ package wire
 //     (STATIC_BROKER_CONFIG, when it differs from Kafka's default), else
 //     Kafka's default (DEFAULT_CONFIG, IsDefault);
 //   - a broker resource named by a broker id lists the broker configs this
-//     cluster can change at runtime, resolved the same way; the default
+//     cluster can change at runtime, resolved the same way, then its
+//     read-only ones (replica.lag.time.max.ms: STATIC_BROKER_CONFIG when it
+//     differs from Kafka's default, else DEFAULT_CONFIG); the default
 //     broker resource (name "") lists the cluster-wide dynamic configs set;
 //   - ConfigNames filters; an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION,
 //     another broker's id or an unknown resource type INVALID_REQUEST.
@@ -78,6 +80,18 @@ func handleDescribeConfigs(s *Server, _ context.Context, hdr header, kreq kmsg.R
 				v, src := layers.Resolve(c)
 				add(name, v, src)
 			}
+			ro := s.b.ReadOnlyBrokerConfigs()
+			for _, name := range sortedKeys(ro) {
+				src := kmsg.ConfigSourceStaticBrokerConfig
+				if ro[name].Value == ro[name].KafkaDefault {
+					src = kmsg.ConfigSourceDefaultConfig
+				}
+				n := len(rr.Configs)
+				add(name, ro[name].Value, src)
+				if len(rr.Configs) > n {
+					rr.Configs[n].ReadOnly = true
+				}
+			}
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
 		}
@@ -86,4 +100,4 @@ func handleDescribeConfigs(s *Server, _ context.Context, hdr header, kreq kmsg.R
 	return now(resp)
 }
 
-func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

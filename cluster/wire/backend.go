@@ -28,9 +28,17 @@ type Backend interface {
 	// BrokerDefaults are the topic-level configs this broker applies to
 	// topics that do not set them (min.insync.replicas, ...).
 	BrokerDefaults() map[string]string
+	// ReadOnlyBrokerConfigs are broker configs this broker takes from its
+	// command line and cannot change at runtime (replica.lag.time.max.ms),
+	// by Kafka's names, with Kafka's default for each: a broker resource
+	// describes them beside the dynamic ones, as Kafka's does.
+	ReadOnlyBrokerConfigs() map[string]ReadOnlyConfig
 	// NewProducerID allocates a producer id unique across the cluster.
 	NewProducerID(ctx context.Context) (int64, int16, *kerr.Error)
 }
+
+// ReadOnlyConfig is a static broker config's value and Kafka's default.
+type ReadOnlyConfig struct{ Value, KafkaDefault string }
 
 // TopicSpec is a topic to create.
 type TopicSpec struct {

@@ -37,6 +37,7 @@ func (emptyBackend) AutoCreateTopics() bool { return false }
 func (emptyBackend) BrokerDefaults() map[string]string {
 	return map[string]string{"min.insync.replicas": "1"}
 }
+func (emptyBackend) ReadOnlyBrokerConfigs() map[string]ReadOnlyConfig { return nil }
 func (emptyBackend) NewProducerID(context.Context) (int64, int16, *kerr.Error) {
 	return 1, 0, nil
 }
