@@ -231,7 +231,7 @@ func (d Dimensions) expand() []Settings {
 func (s Settings) Label() string {
 	var parts []string
 	add := func(k, v string) { parts = append(parts, k+"="+v) }
-	if s.Acks != "" || s.Workload == "" {
+	if s.Acks != "" {
 		add("acks", s.Acks)
 	}
 	if s.MinISR != nil {
@@ -263,6 +263,9 @@ func (s Settings) Label() string {
 		// Extra flags tell configurations apart (matrix/txn.yaml's
 		// transaction versions differ only there).
 		parts = append(parts, strings.Join(s.Args, " "))
+	}
+	if len(parts) == 0 {
+		return "defaults" // a row that sets nothing of its own
 	}
 	return strings.Join(parts, " ")
 }

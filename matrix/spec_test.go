@@ -148,40 +148,50 @@ func TestResumeRelabels(t *testing.T) {
 	}
 }
 
-// The txn matrix: transaction version 1 against 2, each under the six
-// fault sets of issue 15, every cell a txn workload run.
+// The txn matrices: transaction version 1 against 2, each under issue 15's
+// fault sets (txn.yaml) or its two delay-client rows over 10 seeds
+// (txn-delay.yaml), every cell a txn workload run.
 func TestTxnMatrix(t *testing.T) {
-	s, err := Load("txn.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells, err := s.Cells()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cells) != 2*6*3 {
-		t.Fatalf("%d cells, want 2 versions x 6 fault sets x 3 seeds", len(cells))
-	}
-	versions := map[string]int{}
-	for _, c := range cells {
-		args := strings.Join(c.Args, " ")
-		if !strings.Contains(args, "--workload txn") || !strings.Contains(args, "--acks all") || !strings.Contains(args, "--min-isr 2") {
-			t.Fatalf("cell %s: %s", c.ID, args)
+	for _, m := range []struct {
+		file           string
+		nemeses, seeds int
+	}{{"txn.yaml", 6, 3}, {"txn-delay.yaml", 2, 10}} {
+		s, err := Load(m.file)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, v := range []string{"1", "2"} {
-			if strings.Contains(args, "--transaction-version "+v) {
-				versions[v]++
+		cells, err := s.Cells()
+		if err != nil {
+			t.Fatal(err)
+		}
+		perVersion := m.nemeses * m.seeds
+		if len(cells) != 2*perVersion {
+			t.Fatalf("%s: %d cells, want 2 versions x %d fault sets x %d seeds", m.file, len(cells), m.nemeses, m.seeds)
+		}
+		versions := map[string]int{}
+		labels := map[string]bool{}
+		for _, c := range cells {
+			args := strings.Join(c.Args, " ")
+			if !strings.Contains(args, "--workload txn") || !strings.Contains(args, "--acks all") || !strings.Contains(args, "--min-isr 2") {
+				t.Fatalf("%s: cell %s: %s", m.file, c.ID, args)
 			}
+			for _, v := range []string{"1", "2"} {
+				if strings.Contains(args, "--transaction-version "+v) {
+					versions[v]++
+				}
+			}
+			// A row names the settings it sets, never one it leaves to
+			// the defaults as empty ("acks= ...").
+			if strings.Contains(c.Label, "= ") || strings.HasSuffix(c.Label, "=") {
+				t.Fatalf("%s: row label %q names an unset setting", m.file, c.Label)
+			}
+			labels[c.Label] = true
 		}
-	}
-	if versions["1"] != 18 || versions["2"] != 18 {
-		t.Fatalf("cells per transaction version: %v", versions)
-	}
-	labels := map[string]bool{}
-	for _, c := range cells {
-		labels[c.Label] = true
-	}
-	if len(labels) != 2 {
-		t.Fatalf("row labels %v: the two transaction versions must be two rows", labels)
+		if versions["1"] != perVersion || versions["2"] != perVersion {
+			t.Fatalf("%s: cells per transaction version: %v", m.file, versions)
+		}
+		if len(labels) != 2 {
+			t.Fatalf("%s: row labels %v: the two transaction versions must be two rows", m.file, labels)
+		}
 	}
 }
