@@ -52,7 +52,8 @@ func ptr[T any](v T) *T { return &v }
 // transaction version 2, three pipeline instances in one group.
 func SafeEOS(timeLimit time.Duration) matrix.Settings {
 	s := Safe(timeLimit)
-	s.Args = []string{"--dedicated-controllers", "--workload", "eos", "--consumers", "3", "--transaction-version", "2"}
+	s.Workload = "eos" // in the row label too, as SafeTxn's
+	s.Args = []string{"--dedicated-controllers", "--consumers", "3", "--transaction-version", "2"}
 	return s
 }
 

@@ -113,8 +113,10 @@ type Summary struct {
 func Summarize(out string, cells []reports.Cell, timeLimit time.Duration) *Summary {
 	s := &Summary{Choices: Choices}
 	why := map[string]string{}
+	probeLabels := map[string]string{} // bug -> its probe's configuration label
 	for _, p := range Probes(timeLimit) {
 		why[BugLabel(p.Bug)] = p.Why
+		probeLabels[p.Bug] = p.Config.Label()
 	}
 	rows := map[string]*Row{}
 	var order []string
@@ -171,11 +173,7 @@ func Summarize(out string, cells []reports.Cell, timeLimit time.Duration) *Summa
 		s.SafeRuns += r.Runs
 		s.FalseAlarms += r.Failed
 		s.Inconclusive += r.Inconclusive()
-		w := "queue"
-		if strings.Contains(r.Config, "workload=group") {
-			w = "group " + strings.TrimPrefix(field(r.Config, "commit"), "commit=")
-		}
-		workloads[w] = true
+		workloads[rowWorkload(r, probeLabels)] = true
 	}
 	slices.SortStableFunc(s.Bugs, func(a, b Row) int { return strings.Compare(a.Bug, b.Bug) })
 	slices.SortStableFunc(s.Safe, func(a, b Row) int {
@@ -195,6 +193,25 @@ func Summarize(out string, cells []reports.Cell, timeLimit time.Duration) *Summa
 }
 
 // field is the "name=value" word of a row label, "" if none.
+// rowWorkload names the workload of a false-alarm row: a safe row's is in
+// its label, a control's is its probe's (a control row is labelled by its
+// bugs only, and probes run the txn and eos workloads as well as the queue).
+func rowWorkload(r Row, probeLabels map[string]string) string {
+	label := r.Config
+	if r.Kind == KindControl {
+		bug, _, _ := strings.Cut(r.Bug, ",") // bugs sharing a control share its settings
+		label = probeLabels[bug]
+	}
+	w := strings.TrimPrefix(field(label, "workload"), "workload=")
+	switch w {
+	case "", "queue":
+		return "queue"
+	case "group":
+		return "group " + strings.TrimPrefix(field(label, "commit"), "commit=")
+	}
+	return w
+}
+
 func field(label, name string) string {
 	for _, w := range strings.Fields(label) {
 		if strings.HasPrefix(w, name+"=") {

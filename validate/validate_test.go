@@ -326,3 +326,23 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 }
+
+// The false-alarm line names the workloads its runs covered: a control is
+// its probe's workload (txn, eos), not the queue's.
+func TestSummarizeNamesWorkloads(t *testing.T) {
+	txn := SafeTxn(20 * time.Second)
+	cells := []reports.Cell{
+		{Config: ControlLabel("lso-past-open-txn"), Nemesis: "kill-leader", Valid: "true"},
+		{Config: ControlLabel("txn-offsets-early"), Nemesis: "client-crash", Valid: "true"},
+		{Config: SafeConfigLabel(txn), Nemesis: "pause-producer", Valid: "true"},
+	}
+	s := Summarize(t.TempDir(), cells, 20*time.Second)
+	if got := strings.Join(s.Workloads, ","); got != "eos,txn" {
+		t.Fatalf("workloads %q, want eos,txn (the controls' probes' and the safe txn row's)", got)
+	}
+	cells = append(cells, reports.Cell{Config: SafeLabel, Nemesis: "kill-leader", Valid: "true"},
+		reports.Cell{Config: ControlLabel("ack-before-isr", "hw-past-lagging-isr"), Nemesis: "isolate-leader", Valid: "true"})
+	if got := strings.Join(Summarize(t.TempDir(), cells, 20*time.Second).Workloads, ","); got != "eos,queue,txn" {
+		t.Fatalf("workloads %q, want eos,queue,txn", got)
+	}
+}
