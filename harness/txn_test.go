@@ -135,3 +135,41 @@ func TestEOSPipelineExactlyOnceUnderLeaderKills(t *testing.T) {
 		t.Fatalf("%d eos-offsets lines, want 1", offsets)
 	}
 }
+
+// client-crash's crash point in the eos pipeline: some crashes tear a
+// pipeline down right after its TxnOffsetCommit is written, before its
+// EndTxn (the crash event says at txn-offset-commit), and with
+// txn-offsets-early planted (the group takes the offsets at once, whatever
+// the outcome) the next owner skips input whose output was aborted. Without
+// the crash point the probe caught the bug in 4 of 10 runs (README).
+func TestEOSCrashPointExposesEarlyOffsets(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
+	if testing.Short() {
+		t.Skip("a 15 s cluster run")
+	}
+	tc := txnTest(t, "eos-crash", 2, "txn-offsets-early")
+	tc.Workload, tc.Partitions, tc.Consumers, tc.Rate, tc.AbortRate = WorkloadEOS, 3, 3, 60, 0
+	tc.Nemeses, tc.Interval, tc.Hold, tc.Seed = []string{string(nemesis.ClientCrash)}, 2*time.Second, time.Millisecond, 1
+	rep, err := Run(context.Background(), tc)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	ops, _, _, err := history.ReadFile(rep.Dir + "/" + history.HistoryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var atCommit int
+	for _, op := range ops {
+		if op.F == history.FCrash && strings.Contains(string(op.Raw), `"at":"txn-offset-commit"`) {
+			atCommit++
+		}
+	}
+	res := rep.Result
+	t.Logf("%d crashes at the crash point; valid %v counts %v", atCommit, res.Valid, res.Counts)
+	if atCommit == 0 {
+		t.Fatal("no pipeline was torn down at its crash point")
+	}
+	if res.Counts[checker.EOSMissing] == 0 {
+		t.Fatalf("txn-offsets-early under crashes at the commit point: no eos-missing (counts %v)", res.Counts)
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/history"
 	"gregor/workloads/internal/live"
@@ -105,8 +106,52 @@ type Workload struct {
 	ops      atomic.Int64
 
 	mu       sync.Mutex
-	attempts map[attemptKey]int64   // input record -> times written to the output
-	live     *live.Set[*kgo.Client] // for Crash
+	attempts map[attemptKey]int64       // input record -> times written to the output
+	coin     *rand.Rand                 // guarded by mu: Crash's at-once or at-the-commit-point draw
+	live     *live.Set[*pipelineClient] // for Crash
+}
+
+// crashPointWait bounds how long an armed crash waits for its pipeline's
+// next TxnOffsetCommit: a pipeline with no input commits nothing, and a
+// crash the nemesis recorded must happen.
+const crashPointWait = 2 * time.Second
+
+// pipelineClient is a running pipeline's client and its crash point. Half
+// the crashes (the workload's seeded coin) tear the client down at once,
+// wherever it is in its loop; the other half arm the crash point, which
+// tears it down the moment its next TxnOffsetCommit is written, before its
+// EndTxn: the pipeline's offsets sent with the transaction, its outcome not
+// yet asked for (KIP-98's sendOffsetsToTransaction, then
+// commitTransaction), the moment an exactly-once pipeline is most exposed
+// to a broker that applies offsets early or loses the abort. Random crash
+// times land there rarely: the window is one request.
+type pipelineClient struct {
+	cl    *kgo.Client // set before the client joins the live set; never changed
+	armed atomic.Bool // tear down at the next TxnOffsetCommit written
+	fired atomic.Bool // the crash point was reached: the crash event says so
+}
+
+// OnBrokerWrite implements kgo.HookBrokerWrite: the crash point.
+func (p *pipelineClient) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err == nil && key == kmsg.TxnOffsetCommit.Int16() && p.armed.CompareAndSwap(true, false) {
+		p.fired.Store(true)
+		go p.cl.Close()
+	}
+}
+
+// crash tears the client down now, or arms the crash point with a bounded
+// wait.
+func (p *pipelineClient) crash(atCommit bool) {
+	if !atCommit {
+		go p.cl.Close()
+		return
+	}
+	p.armed.Store(true)
+	time.AfterFunc(crashPointWait, func() {
+		if p.armed.CompareAndSwap(true, false) {
+			p.cl.Close()
+		}
+	})
 }
 
 // attemptKey is one input record: values are unique per partition.
@@ -124,7 +169,8 @@ func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
 		return nil, errors.New("eos: no bootstrap brokers")
 	}
 	return &Workload{cfg: cfg, h: h, epoch: epoch, next: make([]atomic.Int64, cfg.Partitions),
-		attempts: map[attemptKey]int64{}, live: live.New[*kgo.Client](rand.New(rand.NewPCG(uint64(cfg.Seed), 0x656f73)))}, nil
+		attempts: map[attemptKey]int64{}, coin: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x636f696e)),
+		live: live.New[*pipelineClient](rand.New(rand.NewPCG(uint64(cfg.Seed), 0x656f73)))}, nil
 }
 
 // Ops counts completed operations.
@@ -140,13 +186,17 @@ func (w *Workload) write(op history.Op) {
 
 func (w *Workload) newProc() int { return int(w.nextProc.Add(1) - 1) }
 
-// Crash tears down one running client (seeded draw).
+// Crash tears down one running pipeline (seeded draw): at once, or at its
+// crash point (pipelineClient).
 func (w *Workload) Crash() (int, func(), bool) {
-	p, cl, ok := w.live.Draw(nil)
+	p, pc, ok := w.live.Draw(nil)
 	if !ok {
 		return -1, nil, false
 	}
-	return p, func() { go cl.Close() }, true
+	w.mu.Lock()
+	atCommit := w.coin.IntN(2) == 0
+	w.mu.Unlock()
+	return p, func() { pc.crash(atCommit) }, true
 }
 
 func (w *Workload) baseOpts() []kgo.Opt {
@@ -234,11 +284,13 @@ func (w *Workload) pipeline(ctx context.Context, i int) {
 		if w.cfg.Dial != nil {
 			opts = append(opts, kgo.Dialer(w.cfg.Dial(proc)))
 		}
-		sess, err := kgo.NewGroupTransactSession(opts...)
+		pc := &pipelineClient{}
+		sess, err := kgo.NewGroupTransactSession(append(opts, kgo.WithHooks(pc))...)
 		if err != nil {
 			return
 		}
-		w.live.Add(proc, sess.Client())
+		pc.cl = sess.Client()
+		w.live.Add(proc, pc)
 		for ctx.Err() == nil {
 			if !w.step(sess, proc) {
 				break
@@ -247,7 +299,11 @@ func (w *Workload) pipeline(ctx context.Context, i int) {
 		w.live.Remove(proc)
 		sess.Close()
 		if ctx.Err() == nil {
-			raw, _ := json.Marshal(map[string]any{"process": proc})
+			crash := map[string]any{"process": proc}
+			if pc.fired.Load() {
+				crash["at"] = "txn-offset-commit" // torn down at its crash point
+			}
+			raw, _ := json.Marshal(crash)
 			w.write(history.Op{Process: history.Process(proc), Type: history.Info, F: history.FCrash, Raw: raw})
 			proc = w.newProc()
 			time.Sleep(200 * time.Millisecond)
