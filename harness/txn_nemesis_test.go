@@ -73,14 +73,7 @@ func TestPauseProducerEffect(t *testing.T) {
 	}
 	tc := txnTest(t, "pausep", 2)
 	tc.Nemeses, tc.Interval, tc.Hold, tc.TimeLimit = []string{string(nemesis.PauseProducer)}, 2*time.Second, time.Second, 20*time.Second
-	rep, err := Run(context.Background(), tc)
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	ops, _, _, err := history.ReadFile(rep.Dir + "/" + history.HistoryFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, ops := runAndRead(t, tc)
 	type pause struct {
 		proc       history.Process
 		start, end int64

@@ -30,6 +30,20 @@ func txnTest(t *testing.T, name string, version int16, bugs ...string) Test {
 	}
 }
 
+// runAndRead runs tc and reads its stored history back.
+func runAndRead(t *testing.T, tc Test) (*Report, []history.Op) {
+	t.Helper()
+	rep, err := Run(context.Background(), tc)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	ops, _, _, err := history.ReadFile(rep.Dir + "/" + history.HistoryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, ops
+}
+
 // The txn workload records each transaction as one operation (committed,
 // aborted and, under kills, perhaps unknown), the read_uncommitted control
 // reads the aborted ones, and a correct cluster (version 2, acks=all, min
@@ -109,10 +123,7 @@ func TestEOSPipelineExactlyOnceUnderLeaderKills(t *testing.T) {
 	}
 	tc := txnTest(t, "eos", 2)
 	tc.Workload, tc.Partitions, tc.Consumers, tc.Rate, tc.AbortRate = WorkloadEOS, 3, 2, 60, 0
-	rep, err := Run(context.Background(), tc)
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	rep, ops := runAndRead(t, tc)
 	res := rep.Result
 	t.Logf("valid %v counts %v stats %+v", res.Valid, res.Counts, res.Stats)
 	if res.Valid == checker.ValidFalse {
@@ -120,10 +131,6 @@ func TestEOSPipelineExactlyOnceUnderLeaderKills(t *testing.T) {
 	}
 	if res.Stats.TxnCommitted == 0 {
 		t.Fatal("no pipeline transaction committed")
-	}
-	ops, _, _, err := history.ReadFile(rep.Dir + "/" + history.HistoryFile)
-	if err != nil {
-		t.Fatal(err)
 	}
 	var offsets int
 	for _, op := range ops {
@@ -150,14 +157,7 @@ func TestEOSCrashPointExposesEarlyOffsets(t *testing.T) {
 	tc := txnTest(t, "eos-crash", 2, "txn-offsets-early")
 	tc.Workload, tc.Partitions, tc.Consumers, tc.Rate, tc.AbortRate = WorkloadEOS, 3, 3, 60, 0
 	tc.Nemeses, tc.Interval, tc.Hold, tc.Seed = []string{string(nemesis.ClientCrash)}, 2*time.Second, time.Millisecond, 1
-	rep, err := Run(context.Background(), tc)
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	ops, _, _, err := history.ReadFile(rep.Dir + "/" + history.HistoryFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, ops := runAndRead(t, tc)
 	var atCommit int
 	for _, op := range ops {
 		if op.F == history.FCrash && strings.Contains(string(op.Raw), `"at":"txn-offset-commit"`) {
