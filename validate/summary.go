@@ -192,7 +192,6 @@ func Summarize(out string, cells []reports.Cell, timeLimit time.Duration) *Summa
 	return s
 }
 
-// field is the "name=value" word of a row label, "" if none.
 // rowWorkload names the workload of a false-alarm row: a safe row's is in
 // its label, a control's is its probe's (a control row is labelled by its
 // bugs only, and probes run the txn and eos workloads as well as the queue).
@@ -212,6 +211,7 @@ func rowWorkload(r Row, probeLabels map[string]string) string {
 	return w
 }
 
+// field is the "name=value" word of a row label, "" if none.
 func field(label, name string) string {
 	for _, w := range strings.Fields(label) {
 		if strings.HasPrefix(w, name+"=") {
