@@ -248,25 +248,31 @@ func produce(cl *kgo.Client, topic string, v string) (*kgo.Record, error) {
 	return r, cl.ProduceSync(ctx, r).FirstErr()
 }
 
+// endOffset is partition p's end offset (its HW) as its leader lists it.
+// A listing can fail for a moment the way a client retries (a metadata
+// answer without the topic, a leader moving), so it is asked again within a
+// bound; a partition the answer left out is never read as offset 0 (the
+// zero value of kadm's Lookup miss, which once failed
+// TestPlantedHWPastLaggingISR with "HW 0").
+func (tc *testCluster) endOffset(topic string, p int32) int64 {
+	tc.t.Helper()
+	cl := tc.client()
+	var end int64
+	tc.waitFor(fmt.Sprintf("the end offset of %s/%d", topic, p), 10*time.Second, func() (err error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		end, err = listEnd(ctx, cl, topic, p)
+		return err
+	})
+	return end
+}
+
 // readAll reads partition 0 of topic from offset 0 up to its end offset.
 func (tc *testCluster) readAll(topic string) []string {
 	tc.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl := tc.client()
-	var end int64
-	tc.waitFor("end offset", 10*time.Second, func() error {
-		offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-		if err != nil {
-			return err
-		}
-		o, _ := offs.Lookup(topic, 0)
-		if o.Err != nil {
-			return o.Err
-		}
-		end = o.Offset
-		return nil
-	})
+	end := tc.endOffset(topic, 0)
 	cons := tc.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}))
 	var out []string
 	for int64(len(out)) < end {

@@ -204,7 +204,12 @@ func listEnd(ctx context.Context, cl *kgo.Client, topic string, p int32) (int64,
 		return 0, err
 	}
 	o, ok := offs.Lookup(topic, p)
-	if !ok || o.Err != nil {
+	if !ok {
+		// Not listed: the metadata answer had the topic with an error
+		// (kadm files it under partition -1), or not the partition.
+		return 0, fmt.Errorf("end offset %s/%d: not listed (topic error: %v)", topic, p, offs[topic][-1].Err)
+	}
+	if o.Err != nil {
 		return 0, fmt.Errorf("end offset %s/%d: %v", topic, p, o.Err)
 	}
 	return o.Offset, nil
