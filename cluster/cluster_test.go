@@ -267,6 +267,25 @@ func (tc *testCluster) endOffset(topic string, p int32) int64 {
 	return end
 }
 
+// listEnd lists partition p's end offset once, naming why when it is not
+// listed.
+func listEnd(ctx context.Context, cl *kgo.Client, topic string, p int32) (int64, error) {
+	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	o, ok := offs.Lookup(topic, p)
+	if !ok {
+		// Not listed: the metadata answer had the topic with an error
+		// (kadm files it under partition -1), or not the partition.
+		return 0, fmt.Errorf("end offset %s/%d: not listed (topic error: %v)", topic, p, offs[topic][-1].Err)
+	}
+	if o.Err != nil {
+		return 0, fmt.Errorf("end offset %s/%d: %v", topic, p, o.Err)
+	}
+	return o.Offset, nil
+}
+
 // readAll reads partition 0 of topic from offset 0 up to its end offset.
 func (tc *testCluster) readAll(topic string) []string {
 	tc.t.Helper()

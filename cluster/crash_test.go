@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/cluster/invariant"
@@ -196,21 +195,4 @@ func TestTornTailRecoversToLastWholeBatch(t *testing.T) {
 	if err := cl2.ProduceSync(ctx, &kgo.Record{Topic: "torn", Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatalf("write after recovery: %v", err)
 	}
-}
-
-func listEnd(ctx context.Context, cl *kgo.Client, topic string, p int32) (int64, error) {
-	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		return 0, err
-	}
-	o, ok := offs.Lookup(topic, p)
-	if !ok {
-		// Not listed: the metadata answer had the topic with an error
-		// (kadm files it under partition -1), or not the partition.
-		return 0, fmt.Errorf("end offset %s/%d: not listed (topic error: %v)", topic, p, offs[topic][-1].Err)
-	}
-	if o.Err != nil {
-		return 0, fmt.Errorf("end offset %s/%d: %v", topic, p, o.Err)
-	}
-	return o.Offset, nil
 }

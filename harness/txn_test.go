@@ -10,6 +10,7 @@ import (
 	"gregor/history"
 	"gregor/nemesis"
 	"gregor/runtime/process"
+	"gregor/workloads/eos"
 )
 
 // txnTest is a short txn workload run on 3 brokers: four transactional
@@ -160,7 +161,7 @@ func TestEOSCrashPointExposesEarlyOffsets(t *testing.T) {
 	rep, ops := runAndRead(t, tc)
 	var atCommit int
 	for _, op := range ops {
-		if op.F == history.FCrash && strings.Contains(string(op.Raw), `"at":"txn-offset-commit"`) {
+		if op.F == history.FCrash && strings.Contains(string(op.Raw), `"at":"`+eos.CrashAtOffsetCommit+`"`) {
 			atCommit++
 		}
 	}

@@ -107,18 +107,22 @@ type Workload struct {
 
 	mu       sync.Mutex
 	attempts map[attemptKey]int64       // input record -> times written to the output
-	coin     *rand.Rand                 // guarded by mu: Crash's at-once or at-the-commit-point draw
 	live     *live.Set[*pipelineClient] // for Crash
+	crashes  atomic.Int64               // Crash calls: every other one waits for the crash point
 }
+
+// CrashAtOffsetCommit is the crash event's "at" when a pipeline was torn
+// down at its crash point.
+const CrashAtOffsetCommit = "txn-offset-commit"
 
 // crashPointWait bounds how long an armed crash waits for its pipeline's
 // next TxnOffsetCommit: a pipeline with no input commits nothing, and a
 // crash the nemesis recorded must happen.
 const crashPointWait = 2 * time.Second
 
-// pipelineClient is a running pipeline's client and its crash point. Half
-// the crashes (the workload's seeded coin) tear the client down at once,
-// wherever it is in its loop; the other half arm the crash point, which
+// pipelineClient is a running pipeline's client and its crash point. Every
+// other crash tears the client down at once, wherever it is in its loop;
+// the others arm the crash point, which
 // tears it down the moment its next TxnOffsetCommit is written, before its
 // EndTxn: the pipeline's offsets sent with the transaction, its outcome not
 // yet asked for (KIP-98's sendOffsetsToTransaction, then
@@ -169,8 +173,7 @@ func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
 		return nil, errors.New("eos: no bootstrap brokers")
 	}
 	return &Workload{cfg: cfg, h: h, epoch: epoch, next: make([]atomic.Int64, cfg.Partitions),
-		attempts: map[attemptKey]int64{}, coin: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x636f696e)),
-		live: live.New[*pipelineClient](rand.New(rand.NewPCG(uint64(cfg.Seed), 0x656f73)))}, nil
+		attempts: map[attemptKey]int64{}, live: live.New[*pipelineClient](rand.New(rand.NewPCG(uint64(cfg.Seed), 0x656f73)))}, nil
 }
 
 // Ops counts completed operations.
@@ -193,9 +196,7 @@ func (w *Workload) Crash() (int, func(), bool) {
 	if !ok {
 		return -1, nil, false
 	}
-	w.mu.Lock()
-	atCommit := w.coin.IntN(2) == 0
-	w.mu.Unlock()
+	atCommit := w.crashes.Add(1)%2 == 0
 	return p, func() { pc.crash(atCommit) }, true
 }
 
@@ -301,7 +302,7 @@ func (w *Workload) pipeline(ctx context.Context, i int) {
 		if ctx.Err() == nil {
 			crash := map[string]any{"process": proc}
 			if pc.fired.Load() {
-				crash["at"] = "txn-offset-commit" // torn down at its crash point
+				crash["at"] = CrashAtOffsetCommit
 			}
 			raw, _ := json.Marshal(crash)
 			w.write(history.Op{Process: history.Process(proc), Type: history.Info, F: history.FCrash, Raw: raw})
