@@ -48,6 +48,7 @@ type Config struct {
 	Acks            string
 	Idempotence     bool
 	Retries         int
+	MaxInFlight     int // queue.Config.MaxInFlight (queue and group producers)
 	DeliveryTimeout time.Duration
 	Rate            float64
 	Producers       int
@@ -219,6 +220,9 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
+	if c.MaxInFlight > 1 && c.Workload != WorkloadQueue && c.Workload != WorkloadGroup {
+		return fmt.Errorf("--max-in-flight %d with --workload %s: only the queue and group workloads' producers pipeline records; drop --max-in-flight", c.MaxInFlight, c.Workload)
+	}
 	switch c.Workload {
 	case WorkloadQueue:
 	case WorkloadGroup:
@@ -279,7 +283,7 @@ func (c *Config) topic() TopicSpec {
 // readers), seeded from bootstrap.
 func (c *Config) queueConfig(bootstrap []string) queue.Config {
 	q := queue.Config{Bootstrap: bootstrap, Topic: c.Topic, Partitions: c.Partitions, Acks: c.Acks,
-		Idempotence: c.Idempotence, Retries: c.Retries, DeliveryTimeout: c.DeliveryTimeout, Rate: c.Rate,
+		Idempotence: c.Idempotence, Retries: c.Retries, MaxInFlight: c.MaxInFlight, DeliveryTimeout: c.DeliveryTimeout, Rate: c.Rate,
 		Producers: c.Producers, Seed: c.Seed}
 	if c.Workload == WorkloadQueue {
 		q.Consumers = c.Consumers
@@ -359,6 +363,9 @@ func (c *Config) Record(runtimeName string) history.Config {
 		LinkDelay: history.Duration(c.LinkDelay), ReplicaLagMax: history.Duration(c.Cluster.ReplicaLagMax),
 		TimeLimit: history.Duration(c.TimeLimit), Nodes: c.Cluster.Nodes, Runtime: runtimeName,
 		Workload: c.Workload, PlantedBugs: c.Cluster.Bugs, TransactionVersion: int(c.Cluster.TransactionVersion)}
+	if c.MaxInFlight > 1 {
+		r.MaxInFlight = c.MaxInFlight
+	}
 	if c.Workload == WorkloadTxn {
 		r.AbortRate = c.AbortRate
 	}

@@ -161,6 +161,9 @@ func TestValidateRefuses(t *testing.T) {
 		{func(tc *Test) { tc.RF = 4 }, "raise --nodes"},
 		{func(tc *Test) { tc.Nemeses = []string{string(nemesis.PowerLoss)} }, "add --lazyfs"},
 		{func(tc *Test) { tc.TimeLimit = 0 }, "--time-limit"},
+		{func(tc *Test) { tc.Idempotence, tc.MaxInFlight = true, 6 }, "give at most 5 or drop --idempotence"},
+		{func(tc *Test) { tc.MaxInFlight = 17 }, "--max-in-flight 17: give 1 to 16"},
+		{func(tc *Test) { tc.Workload, tc.MaxInFlight = WorkloadTxn, 2 }, "drop --max-in-flight"},
 	}
 	for _, c := range cases {
 		tc := base()

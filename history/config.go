@@ -21,8 +21,9 @@ type Config struct {
 	Unclean    bool `json:"unclean"` // unclean.leader.election.enable
 	// Idempotence is enable.idempotence of the producers.
 	Idempotence bool `json:"idempotence"`
-	// MaxInFlight is max in-flight produce requests per broker; 0 means the
-	// client default (franz-go: 1 without idempotence).
+	// MaxInFlight is max.in.flight.requests.per.connection of the producers
+	// (gregor run --max-in-flight): each send operation carries that many
+	// records, produced so that as many requests are in flight. 0 means 1.
 	MaxInFlight int  `json:"max_in_flight,omitempty"`
 	AutoCommit  bool `json:"auto_commit"` // enable.auto.commit of group consumers
 	// CommitMode: with AutoCommit, which auto-commit: CommitAuto (the Java

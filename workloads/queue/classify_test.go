@@ -53,7 +53,7 @@ func TestClassify(t *testing.T) {
 // The attempt tracker calls a send clean only when every produce request
 // written was answered and no per-partition error was ambiguous.
 func TestAttempts(t *testing.T) {
-	a := &attempts{}
+	a := newAttempts()
 	w, e, l := writeHook{a}, e2eHook{a}, logHook{a}
 	var meta kgo.BrokerMetadata
 	if !a.clean() {

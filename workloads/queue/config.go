@@ -32,6 +32,12 @@ type Config struct {
 	DeliveryTimeout time.Duration
 	// Rate is sends per second over all producers; 0 means unlimited.
 	Rate float64
+	// MaxInFlight is Kafka's max.in.flight.requests.per.connection: the
+	// records a producer process keeps in flight. Each send operation then
+	// carries MaxInFlight sends, each produced once the request carrying the
+	// one before is written (see send). 0 or 1: one record at a time. At
+	// most MaxInFlightIdempotent with idempotence, MaxInFlightLimit without.
+	MaxInFlight int
 	// Producers and Consumers are the client processes (each runs one
 	// operation at a time on its own client).
 	Producers, Consumers int
@@ -76,6 +82,15 @@ func (c *Config) produceTimeouts() (request, overhead time.Duration) {
 // MaxClients bounds Producers+Consumers: each is a goroutine with a client.
 const MaxClients = 256
 
+// MaxInFlightIdempotent is Kafka's bound on max.in.flight.requests.per.connection
+// for an idempotent producer (ProducerConfig refuses more: the broker keeps
+// the last five batches per producer to recognise retries; KAFKA-5494).
+const MaxInFlightIdempotent = 5
+
+// MaxInFlightLimit bounds MaxInFlight without idempotence: a send operation
+// carries that many records, and the history's operations stay small.
+const MaxInFlightLimit = 16
+
 // MaxRate bounds Rate: the limiter ticks once per send.
 const MaxRate = 100000
 
@@ -106,6 +121,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Rate < 0 || c.Rate > MaxRate {
 		return fmt.Errorf("--rate %v: give 0 (unlimited) to %d", c.Rate, MaxRate)
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 1
+	}
+	switch {
+	case c.MaxInFlight < 1 || c.MaxInFlight > MaxInFlightLimit:
+		return fmt.Errorf("--max-in-flight %d: give 1 to %d", c.MaxInFlight, MaxInFlightLimit)
+	case c.Idempotence && c.MaxInFlight > MaxInFlightIdempotent:
+		return fmt.Errorf("--max-in-flight %d with --idempotence: Kafka allows an idempotent producer at most %d requests in flight (the broker dedupes the last %d batches); give at most %d or drop --idempotence",
+			c.MaxInFlight, MaxInFlightIdempotent, MaxInFlightIdempotent, MaxInFlightIdempotent)
 	}
 	if c.DeliveryTimeout <= 0 {
 		c.DeliveryTimeout = DefaultDeliveryTimeout

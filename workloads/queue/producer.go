@@ -3,7 +3,9 @@ package queue
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -27,7 +29,10 @@ func (w *Workload) producerOpts(proc int, a *attempts) []kgo.Opt {
 		o = append(o, kgo.RequiredAcks(kgo.AllISRAcks()))
 	}
 	if !w.cfg.Idempotence {
-		o = append(o, kgo.DisableIdempotentWrite())
+		// franz-go keeps one request in flight without idempotence unless
+		// told otherwise; with it, five (Kafka's bound), so MaxInFlight
+		// then only sets how many records a process pipelines.
+		o = append(o, kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(w.cfg.MaxInFlight))
 	}
 	if w.cfg.Retries >= 0 {
 		o = append(o, kgo.RecordRetries(w.cfg.Retries))
@@ -38,7 +43,7 @@ func (w *Workload) producerOpts(proc int, a *attempts) []kgo.Opt {
 // newProducer starts a process on a fresh client; nil when the client
 // cannot be made (bad options: nothing to retry).
 func (w *Workload) newProducer() (*client, *attempts) {
-	a := &attempts{}
+	a := newAttempts()
 	proc := w.newProc()
 	cl, err := kgo.NewClient(w.producerOpts(proc, a)...)
 	if err != nil {
@@ -49,9 +54,11 @@ func (w *Workload) newProducer() (*client, *attempts) {
 	return c, a
 }
 
-// produceLoop sends one record at a time until ctx is done. Each send is
-// bounded by the delivery timeout (plus slack), not by ctx: a send in flight
-// when the phase ends completes, so few operations stay open.
+// produceLoop runs send operations until ctx is done, each of MaxInFlight
+// records to drawn partitions (one may repeat: several batches of one
+// partition in flight is the case that matters). Each send is bounded by
+// the delivery timeout (plus slack), not by ctx: a send in flight when the
+// phase ends completes, so few operations stay open.
 func (w *Workload) produceLoop(ctx context.Context, tokens <-chan struct{}, rng *rand.Rand) {
 	c, a := w.newProducer()
 	if c == nil {
@@ -66,8 +73,16 @@ func (w *Workload) produceLoop(ctx context.Context, tokens <-chan struct{}, rng 
 			case <-tokens:
 			}
 		}
-		p := int32(rng.IntN(w.cfg.Partitions))
-		w.send(c, a, p)
+		parts := make([]int32, w.cfg.MaxInFlight)
+		for i := range parts {
+			parts[i] = int32(rng.IntN(w.cfg.Partitions))
+		}
+		w.send(ctx, c, a, parts, tokens)
+		for peak := int64(a.peakOpen()); ; {
+			if cur := w.peakInFlight.Load(); cur >= peak || w.peakInFlight.CompareAndSwap(cur, peak) {
+				break
+			}
+		}
 		if c.crashed.Load() {
 			w.crashEvent(c)
 			w.unregister(c)
@@ -78,27 +93,82 @@ func (w *Workload) produceLoop(ctx context.Context, tokens <-chan struct{}, rng 
 	}
 }
 
-// send writes one record to partition p and records the invoke and the
-// completion.
-func (w *Workload) send(c *client, a *attempts, p int32) {
-	key := Key(w.cfg.Topic, p)
-	v := w.next[p].Add(1)
-	w.write(history.Op{Process: history.Process(c.proc), Type: history.Invoke, F: history.FSend,
-		Mops: []history.Mop{history.Send(key, v)}})
-	a.reset()
-	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.DeliveryTimeout+5*time.Second)
-	rec := &kgo.Record{Topic: w.cfg.Topic, Partition: p, Value: strconv.AppendInt(nil, v, 10)}
-	err := c.cl.ProduceSync(ctx, rec).FirstErr()
-	cancel()
-	m := history.Send(key, v)
-	typ := Classify(err, a.clean() && !c.crashed.Load())
-	if typ == history.OK && w.cfg.Acks != "0" {
-		m.Offset = rec.Offset
+// send writes one operation: a record to each partition of parts, in order,
+// and records the invoke and the completion. A record after the first
+// waits for a rate token (ctx ending stops the wait: the operation is
+// invoked whole) and for the request carrying the record before it to be
+// written, so up to len(parts) produce requests are in flight: records
+// buffered together would share one batch, and neither Kafka's idempotent
+// dedupe window (the last five batches per producer and partition) nor the
+// order of in-flight batches would be exercised.
+func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int32, tokens <-chan struct{}) {
+	mops := make([]history.Mop, len(parts))
+	for i, p := range parts {
+		mops[i] = history.Send(Key(w.cfg.Topic, p), w.next[p].Add(1))
 	}
-	op := history.Op{Process: history.Process(c.proc), Type: typ, F: history.FSend, Mops: []history.Mop{m},
-		Error: ErrorName(err)}
-	if err != nil && c.crashed.Load() {
+	w.write(history.Op{Process: history.Process(c.proc), Type: history.Invoke, F: history.FSend, Mops: slices.Clone(mops)})
+	a.reset()
+	sctx, cancel := context.WithTimeout(context.Background(), w.cfg.DeliveryTimeout+5*time.Second)
+	defer cancel()
+	recs := make([]*kgo.Record, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		if i > 0 && tokens != nil {
+			select {
+			case <-ctx.Done():
+			case <-tokens:
+			}
+		}
+		recs[i] = &kgo.Record{Topic: w.cfg.Topic, Partition: p, Value: strconv.AppendInt(nil, mops[i].Value, 10)}
+		before := a.writes()
+		done := make(chan struct{})
+		wg.Add(1)
+		c.cl.Produce(sctx, recs[i], func(_ *kgo.Record, err error) {
+			errs[i] = err
+			close(done)
+			wg.Done()
+		})
+		if i < len(parts)-1 {
+			a.awaitWriteAfter(sctx, before, done)
+		}
+	}
+	wg.Wait()
+	op := history.Op{Process: history.Process(c.proc), Type: w.outcome(errs, a.clean() && !c.crashed.Load()), F: history.FSend, Mops: mops}
+	for i, err := range errs {
+		if err == nil && w.cfg.Acks != "0" {
+			mops[i].Offset = recs[i].Offset
+		}
+		if err != nil && op.Error == "" {
+			op.Error = ErrorName(err)
+		}
+	}
+	if op.Error != "" && c.crashed.Load() {
 		op.Error = "CLIENT_CRASH: " + op.Error
 	}
 	w.write(op)
+}
+
+// outcome is the completion type of an operation's sends: ok when every
+// record was acknowledged, fail when every one was certainly refused
+// (Classify), else unknown, which is always safe: an operation has one
+// type, and one with some records acknowledged and others refused
+// happened in part.
+func (w *Workload) outcome(errs []error, clean bool) history.Type {
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			if Classify(err, clean) != history.Fail {
+				return history.Info
+			}
+		}
+	}
+	switch failed {
+	case 0:
+		return history.OK
+	case len(errs):
+		return history.Fail
+	}
+	return history.Info
 }

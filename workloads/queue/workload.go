@@ -27,9 +27,16 @@ type Workload struct {
 	next     []atomic.Int64
 	nextProc atomic.Int64
 	ops      atomic.Int64
+	// peakInFlight is the most produce requests one producer client had in
+	// flight at once: evidence that MaxInFlight pipelines (see send).
+	peakInFlight atomic.Int64
 
 	live *live.Set[*client] // for Crash
 }
+
+// PeakInFlight is the most produce requests one producer client had
+// written and not yet answered at once, over the run so far.
+func (w *Workload) PeakInFlight() int { return int(w.peakInFlight.Load()) }
 
 // client is one process's franz-go client. crashed is set by Crash, which
 // closes cl under the running operation.
