@@ -362,10 +362,8 @@ func (c *Config) Record(runtimeName string) history.Config {
 		Nemeses: c.Nemeses, NemesisTarget: c.Target, PartitionShapes: c.Shapes, Compose: c.Compose, Seed: c.Seed,
 		LinkDelay: history.Duration(c.LinkDelay), ReplicaLagMax: history.Duration(c.Cluster.ReplicaLagMax),
 		TimeLimit: history.Duration(c.TimeLimit), Nodes: c.Cluster.Nodes, Runtime: runtimeName,
-		Workload: c.Workload, PlantedBugs: c.Cluster.Bugs, TransactionVersion: int(c.Cluster.TransactionVersion)}
-	if c.MaxInFlight > 1 {
-		r.MaxInFlight = c.MaxInFlight
-	}
+		Workload: c.Workload, PlantedBugs: c.Cluster.Bugs, TransactionVersion: int(c.Cluster.TransactionVersion),
+		MaxInFlight: c.MaxInFlight}
 	if c.Workload == WorkloadTxn {
 		r.AbortRate = c.AbortRate
 	}

@@ -78,6 +78,31 @@ func Classify(err error, clean bool) history.Type {
 	return history.Info
 }
 
+// ClassifyOp is the completion type of an operation of several sends, from
+// each send's final error: ok when every record was acknowledged, fail
+// when every one was certainly refused (Classify), else unknown. An
+// operation has one type, and one with some records acknowledged and
+// others refused happened in part: unknown is the safe answer.
+func ClassifyOp(errs []error, clean bool) history.Type {
+	failed := 0
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if Classify(err, clean) != history.Fail {
+			return history.Info
+		}
+		failed++
+	}
+	switch failed {
+	case 0:
+		return history.OK
+	case len(errs):
+		return history.Fail
+	}
+	return history.Info
+}
+
 // attempts watches one client's produce requests through franz-go hooks and
 // its logger, so Classify knows whether a send's earlier attempts were all
 // answered with definite rejections. A process runs one send operation at

@@ -50,6 +50,31 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// An operation of several sends (--max-in-flight) is ok only when all were
+// acknowledged, fail only when all were certainly refused: a part that
+// happened makes it unknown, never fail (a wrong fail is a false G1a).
+func TestClassifyOp(t *testing.T) {
+	ner := kerr.NotEnoughReplicas
+	cases := []struct {
+		name  string
+		errs  []error
+		clean bool
+		want  history.Type
+	}{
+		{"all acknowledged", []error{nil, nil, nil}, true, history.OK},
+		{"all refused before append", []error{ner, ner}, true, history.Fail},
+		{"all refused, an attempt unanswered", []error{ner, ner}, false, history.Info},
+		{"some acknowledged, some refused", []error{nil, ner}, true, history.Info},
+		{"refused and timed out", []error{ner, kgo.ErrRecordTimeout}, true, history.Info},
+		{"one send, refused", []error{ner}, true, history.Fail},
+	}
+	for _, c := range cases {
+		if got := ClassifyOp(c.errs, c.clean); got != c.want {
+			t.Errorf("%s: %v -> %v, want %v", c.name, c.errs, got, c.want)
+		}
+	}
+}
+
 // The attempt tracker calls a send clean only when every produce request
 // written was answered and no per-partition error was ambiguous.
 func TestAttempts(t *testing.T) {

@@ -3,9 +3,9 @@ package queue
 import (
 	"context"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -66,23 +66,15 @@ func (w *Workload) produceLoop(ctx context.Context, tokens <-chan struct{}, rng 
 	}
 	defer func() { w.unregister(c) }()
 	for ctx.Err() == nil {
-		if tokens != nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tokens:
-			}
+		if !take(ctx, tokens) {
+			return
 		}
 		parts := make([]int32, w.cfg.MaxInFlight)
 		for i := range parts {
 			parts[i] = int32(rng.IntN(w.cfg.Partitions))
 		}
 		w.send(ctx, c, a, parts, tokens)
-		for peak := int64(a.peakOpen()); ; {
-			if cur := w.peakInFlight.Load(); cur >= peak || w.peakInFlight.CompareAndSwap(cur, peak) {
-				break
-			}
-		}
+		storeMax(&w.peakInFlight, int64(a.peakOpen()))
 		if c.crashed.Load() {
 			w.crashEvent(c)
 			w.unregister(c)
@@ -106,7 +98,8 @@ func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int
 	for i, p := range parts {
 		mops[i] = history.Send(Key(w.cfg.Topic, p), w.next[p].Add(1))
 	}
-	w.write(history.Op{Process: history.Process(c.proc), Type: history.Invoke, F: history.FSend, Mops: slices.Clone(mops)})
+	// The writer encodes the invoke at once: filling in offsets below leaves it as sent.
+	w.write(history.Op{Process: history.Process(c.proc), Type: history.Invoke, F: history.FSend, Mops: mops})
 	a.reset()
 	sctx, cancel := context.WithTimeout(context.Background(), w.cfg.DeliveryTimeout+5*time.Second)
 	defer cancel()
@@ -114,11 +107,8 @@ func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for i, p := range parts {
-		if i > 0 && tokens != nil {
-			select {
-			case <-ctx.Done():
-			case <-tokens:
-			}
+		if i > 0 {
+			take(ctx, tokens) // ctx ending: produce on, the operation is invoked whole
 		}
 		recs[i] = &kgo.Record{Topic: w.cfg.Topic, Partition: p, Value: strconv.AppendInt(nil, mops[i].Value, 10)}
 		before := a.writes()
@@ -134,7 +124,7 @@ func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int
 		}
 	}
 	wg.Wait()
-	op := history.Op{Process: history.Process(c.proc), Type: w.outcome(errs, a.clean() && !c.crashed.Load()), F: history.FSend, Mops: mops}
+	op := history.Op{Process: history.Process(c.proc), Type: ClassifyOp(errs, a.clean() && !c.crashed.Load()), F: history.FSend, Mops: mops}
 	for i, err := range errs {
 		if err == nil && w.cfg.Acks != "0" {
 			mops[i].Offset = recs[i].Offset
@@ -149,26 +139,23 @@ func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int
 	w.write(op)
 }
 
-// outcome is the completion type of an operation's sends: ok when every
-// record was acknowledged, fail when every one was certainly refused
-// (Classify), else unknown, which is always safe: an operation has one
-// type, and one with some records acknowledged and others refused
-// happened in part.
-func (w *Workload) outcome(errs []error, clean bool) history.Type {
-	failed := 0
-	for _, err := range errs {
-		if err != nil {
-			failed++
-			if Classify(err, clean) != history.Fail {
-				return history.Info
-			}
-		}
+// take waits for a rate token (none needed when tokens is nil); false
+// when ctx ended first.
+func take(ctx context.Context, tokens <-chan struct{}) bool {
+	if tokens == nil {
+		return true
 	}
-	switch failed {
-	case 0:
-		return history.OK
-	case len(errs):
-		return history.Fail
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tokens:
+		return true
 	}
-	return history.Info
+}
+
+// storeMax raises a to v if v is larger. Bounded: each failed swap means
+// another caller raised a, and a only grows.
+func storeMax(a *atomic.Int64, v int64) {
+	for cur := a.Load(); cur < v && !a.CompareAndSwap(cur, v); cur = a.Load() {
+	}
 }
