@@ -39,7 +39,13 @@ import (
 //	                                partition offline, its page cache keeps the records;
 //	nonmonotonic-send,              unclean=true and L;
 //	nonlinearizable                 power-loss, lazyfs, fsync not "always", target all or majority
-//	duplicate                       idempotence off and any fault (retries re-send)
+//	duplicate                       idempotence off and any fault (retries re-send);
+//	                                with idempotence, wherever records consumers read
+//	                                can vanish (below)
+//	inconsistent-offsets, nonlinear-  records below the HW vanish: unclean=true and L;
+//	izable, poll-skip, nonmonotonic-  lazyfs power loss, fsync not "always", any min ISR
+//	poll, duplicate                   (an ISR shrunk to the leader alone moves the HW by
+//	                                  its log; its power cut loses what consumers read)
 //	nonmonotonic-send (also)        idempotence off, max in-flight > 1 and any fault
 //	poll-skip, nonmonotonic-poll    unclean=true and L; the power-loss rule above
 //	                                (records consumers read can vanish, positions reset)
@@ -149,6 +155,9 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		allow(why, lossSet...)
 		allow(why, PollSkip, NonmonotonicPoll)
 	}
+	if why := readLossReason(cfg, leaderLoss, powerLoss); why != "" {
+		allow(why, readLossSet...)
+	}
 	if !cfg.Idempotence && anyFault {
 		allow("enable.idempotence=false: a producer retries a batch whose acknowledgement was lost and the broker appends it again (seed 002: idempotence is what removes duplicates from retries)", Duplicate)
 		if cfg.MaxInFlight > 1 {
@@ -206,6 +215,41 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	return out
 }
 
+// readLossSet are the anomalies of a log that loses records a consumer
+// already read, whether or not they were acknowledged: the offsets they held
+// are reused (inconsistent-offsets), the log is no longer one history of
+// appends (nonlinearizable), consumers past the new end are reset (poll-skip,
+// nonmonotonic-poll), and an idempotent producer's retry of a batch whose
+// only copies were lost is appended again (duplicate).
+var readLossSet = []string{InconsistentOffsets, Nonlinearizable, PollSkip, NonmonotonicPoll, Duplicate}
+
+// readLossReason says why records below the high watermark, which consumers
+// may have read, can vanish from the log, or "".
+//
+// Duplicates by idempotent producers follow from it: KIP-98's dedupe is the
+// broker's producer state (Kafka's ProducerStateManager), which every replica
+// rebuilds from the batches in its own log; a leader whose log never had a
+// batch, or lost it, has no sequence for it and appends the producer's retry
+// as new. Idempotence assumes the batch survives on whoever leads next.
+func readLossReason(cfg *history.Config, leaderLoss, powerLoss bool) string {
+	const dup = "; an idempotent producer's retry of a lost batch is new to the leader that lacks it (KIP-98: producer state is rebuilt from the log, ProducerStateManager), so the record can land twice"
+	switch {
+	case cfg.Unclean && leaderLoss:
+		return "unclean.leader.election.enable=true: an out-of-sync leader lacks records below the old high watermark that consumers already read" + dup
+	case powerLoss:
+		// Kafka 3.x's Partition.maybeIncrementLeaderHW takes the minimum
+		// LEO over the ISR, whatever min.insync.replicas says: a leader
+		// whose followers fell out of the ISR advances the HW alone, and
+		// its unsynced records are read before any other replica has them
+		// (acks=all answers NOT_ENOUGH_REPLICAS_AFTER_APPEND, so with min
+		// ISR >= 2 they are not acknowledged). KIP-966's eligible leader
+		// replicas hold the HW below min ISR in Kafka 4; gregor follows 3.x.
+		return "lazyfs power loss with fsync " + orDefault(cfg.Fsync, "never") +
+			": a partition whose ISR shrank to its leader alone advances the high watermark by that leader's log (Kafka's Partition.maybeIncrementLeaderHW, before KIP-966), and a power cut on it loses unsynced records consumers already read; clean election waits for it to return with the shorter log" + dup
+	}
+	return ""
+}
+
 // powerLossWhere names the brokers a power loss can hit at once.
 func powerLossWhere(cfg *history.Config) string {
 	if cfg.NemesisTarget == history.TargetAll || cfg.NemesisTarget == history.TargetMajority {
@@ -258,7 +302,7 @@ func forbiddenReason(a string, cfg *history.Config, anyFault bool) string {
 	case NonmonotonicSend:
 		return "a producer's records to one partition keep their order unless acknowledged records are lost or a non-idempotent producer has several requests in flight"
 	case Duplicate:
-		return "enable.idempotence=true: the broker drops a retried batch by its producer id and sequence (seed 002)"
+		return "enable.idempotence=true: the broker drops a retried batch by its producer id and sequence, and with clean election and no power loss every broker that can lead holds the batch and its sequence (seed 002, KIP-98)"
 	case PollSkip, NonmonotonicPoll:
 		return "a consumer reads below the high watermark, which every ISR member holds; with clean election its position never has to move"
 	case UnderMinISRAck:

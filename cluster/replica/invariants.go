@@ -100,10 +100,13 @@ func (p *Partition) lsoInvariants(lso int64) error {
 func (p *Partition) followerInvariants(leading bool, leo int64) error {
 	me := p.cfg.NodeID
 	if !leading {
-		if p.followers != nil || p.pendingISR != nil {
-			return fmt.Errorf("not leading, yet tracking followers %d / pending ISR %v", len(p.followers), p.pendingISR)
+		if p.followers != nil || p.pendingISR != nil || p.epochStart != -1 {
+			return fmt.Errorf("not leading, yet tracking followers %d / pending ISR %v / epoch start %d", len(p.followers), p.pendingISR, p.epochStart)
 		}
 		return nil
+	}
+	if p.epochStart < 0 || p.epochStart > leo {
+		return fmt.Errorf("leader's epoch start offset %d outside [0, LEO %d]", p.epochStart, leo)
 	}
 	if len(p.followers) != len(p.state.Replicas)-1 {
 		return fmt.Errorf("leader tracks %d followers for replicas %v", len(p.followers), p.state.Replicas)

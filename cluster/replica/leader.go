@@ -34,14 +34,27 @@ func (p *Partition) ListOffset(ts int64, currentLeaderEpoch int32, iso Isolation
 	if iso == ReadCommitted {
 		end = p.lso()
 	}
+	// KIP-207 (Kafka's Partition.fetchOffsetForTimestamp): a new leader's
+	// HW is the one it learned as a follower until its followers fetch from
+	// it; answering it as the end would move a client's end offset back
+	// below records the previous leader acknowledged, and a reader that
+	// stops there misses them. It answers OFFSET_NOT_AVAILABLE (retriable)
+	// until the HW reaches the start of its epoch.
+	lagging := p.epochStart > p.hw
 	switch ts {
 	case -2:
 		a.Offset = p.log.StartOffset()
 	case -1:
+		if lagging {
+			return OffsetAnswer{Err: kerr.OffsetNotAvailable}
+		}
 		a.Offset = end
 	default:
 		off, t, ok := p.log.OffsetForTimestamp(ts)
 		if !ok || off >= end {
+			if lagging {
+				return OffsetAnswer{Err: kerr.OffsetNotAvailable}
+			}
 			a.Offset = -1
 			return a
 		}

@@ -106,6 +106,12 @@ type Partition struct {
 	// stays within the replicas. While an expansion is pending the HW counts the new member
 	// too (Kafka's "maximal ISR"), so it can only be more conservative.
 	pendingISR []int32
+	// epochStart is the leader's LEO when it took its current leader epoch
+	// (Kafka's leaderEpochStartOffsetOpt): until the HW reaches it, the HW
+	// is the one this replica learned as a follower and may trail records
+	// the previous leader acknowledged (KIP-207). Invariant: -1 off the
+	// leader.
+	epochStart int64
 	producers  *producer.State
 	// changed is closed (and replaced) whenever LEO, HW or the role changes:
 	// one channel shared by every waiter, so waiting allocates nothing per
@@ -116,7 +122,7 @@ type Partition struct {
 
 // Open opens the partition's log and rebuilds its derived state.
 func Open(cfg *Config, topic string, index int32, log *storage.Log) (*Partition, error) {
-	p := &Partition{Topic: topic, Index: index, cfg: cfg, log: log, minISR: 1, changed: make(chan struct{})}
+	p := &Partition{Topic: topic, Index: index, cfg: cfg, log: log, minISR: 1, epochStart: -1, changed: make(chan struct{})}
 	p.state = meta.Partition{Topic: topic, Index: index, Leader: meta.NoLeader, LeaderEpoch: -1}
 	p.hw = log.RecoveredHW()
 	if err := p.rebuildProducers(); err != nil {
@@ -223,6 +229,7 @@ func (p *Partition) Update(st meta.Partition, minISR int) {
 	case st.Leader != me && old.Leader == me:
 		p.followers = nil
 		p.pendingISR = nil
+		p.epochStart = -1
 	case st.Leader == me:
 		p.syncFollowers(p.now())
 	}
@@ -256,6 +263,7 @@ func (p *Partition) becomeLeader() {
 		p.followers[r] = &follower{leo: -1, lastFetch: now, lastCaughtUp: now}
 	}
 	p.pendingISR = nil
+	p.epochStart = p.log.LEO()
 	if err := p.log.AssignEpoch(p.state.LeaderEpoch, p.log.LEO()); err != nil {
 		p.logger().Error("assign leader epoch", "epoch", p.state.LeaderEpoch, "err", err)
 	}

@@ -159,3 +159,42 @@ func TestIdleFollowerStaysInSync(t *testing.T) {
 		t.Fatalf("pending ISR %v, want [1]", pending)
 	}
 }
+
+// TestNewLeaderWithLaggingHWHidesItsEnd: a follower learns the HW one fetch
+// late, so when it takes over, its HW can trail records the old leader
+// acknowledged. Until its followers fetch, the latest offset is
+// OFFSET_NOT_AVAILABLE (KIP-207), not the stale HW: a reader that took the
+// stale HW for the end would stop short of acknowledged records (issue 28's
+// second false alarm: a final read ended 13 acknowledged records early).
+func TestNewLeaderWithLaggingHWHidesItsEnd(t *testing.T) {
+	l, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{NodeID: 2, ReplicaLagMax: time.Minute, AlterISR: func(context.Context, meta.Partition, []int32) {}}
+	p, err := Open(cfg, "t", 0, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	st := meta.Partition{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 1}
+	p.Update(st, 1)
+	b := storage.Batch{Timestamp: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Values: [][]byte{[]byte("a"), []byte("b"), []byte("c")}}.Encode()
+	if err := p.AppendAsFollower(1, 1, b, 1); err != nil {
+		t.Fatal(err)
+	}
+	st.Leader, st.LeaderEpoch = 2, 2
+	p.Update(st, 1)
+	if o := p.ListOffset(-1, 2, ReadUncommitted); o.Err != kerr.OffsetNotAvailable {
+		t.Fatalf("latest offset with HW 1 below the epoch start 3: %+v, want OFFSET_NOT_AVAILABLE", o)
+	}
+	if o := p.ListOffset(-2, 2, ReadUncommitted); o.Err != nil || o.Offset != 0 {
+		t.Fatalf("earliest offset: %+v, want 0", o)
+	}
+	if r := p.ReadForFollower(1, 3, 1<<20, 2); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if o := p.ListOffset(-1, 2, ReadUncommitted); o.Err != nil || o.Offset != 3 {
+		t.Fatalf("latest offset once the follower caught up: %+v, want 3", o)
+	}
+}

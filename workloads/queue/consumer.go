@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/history"
+	"gregor/internal/sleep"
 )
 
 // reader is a consumer process: a client assigned every key at positions.
@@ -119,27 +121,78 @@ func (w *Workload) consumeLoop(ctx context.Context) {
 // MaxFinalReassigns bounds the final reader's re-assigns after errors.
 const MaxFinalReassigns = 100
 
-// FinalRead reads every key from offset 0 up to its high watermark (as
-// ListEndOffsets gives it now) with a fresh consumer process, recording the
-// assign and the polls. It gives up at ctx's deadline and says which keys
+// settleFor is how long the listed end offsets must stay put, below an
+// acknowledged offset, before the final read takes those records as gone
+// rather than not yet visible. A new leader's HW trails what the old one
+// acknowledged until its followers fetch from it, one round trip (gregor's
+// brokers answer OFFSET_NOT_AVAILABLE meanwhile, as KIP-207 says; a cluster
+// without KIP-207 lists the stale HW), so seconds tell a stale end from a
+// shorter log.
+const settleFor = 3 * time.Second
+
+// maxFinalRounds bounds the final read's rounds of listing end offsets and
+// reading to them: settleFor at one round per finalRoundGap, with margin.
+const (
+	finalRoundGap  = 200 * time.Millisecond
+	maxFinalRounds = 4 * int(settleFor/finalRoundGap)
+)
+
+// FinalRead reads every key from offset 0 with a fresh consumer process,
+// recording the assign and the polls, up to its high watermark (as
+// ListEndOffsets gives it) and on until it has read past every offset a
+// producer of this run saw acknowledged, or the end offsets stayed below
+// them for settleFor. It gives up at ctx's deadline and says which keys
 // were not read to their end.
 func (w *Workload) FinalRead(ctx context.Context) error {
-	ends, err := w.endOffsets(ctx)
-	if err != nil {
-		return fmt.Errorf("final read: high watermarks: %w", err)
-	}
 	r := &reader{pos: make([]int64, w.cfg.Partitions)}
 	proc := w.newProc()
-	done := func() bool {
-		for p, e := range ends {
-			if r.pos[p] < e {
-				return false
-			}
-		}
-		return true
+	read := func(ctx context.Context, ends []int64) ([]int64, error) {
+		err := w.readTo(ctx, proc, r, ends)
+		return r.pos, err
 	}
+	return readPastAcks(ctx, w.ackedEnds(), settleFor, w.endOffsets, read, w.below)
+}
+
+// readPastAcks is the final read's rounds: list the end offsets, read to
+// them, and stop once the positions pass every acknowledged offset, or the
+// ends stayed put below some of them for settle (those records are gone:
+// the checker names them), or ctx ends.
+func readPastAcks(ctx context.Context, acked []int64, settle time.Duration,
+	list func(context.Context) ([]int64, error),
+	read func(context.Context, []int64) ([]int64, error),
+	below func(pos, target []int64) []string) error {
+	var ends, pos []int64
+	var since time.Time // when ends last moved
+	for range maxFinalRounds {
+		next, err := list(ctx)
+		if err != nil {
+			return fmt.Errorf("final read: high watermarks: %w", err)
+		}
+		if !slices.Equal(next, ends) {
+			ends, since = next, time.Now()
+		}
+		if pos, err = read(ctx, ends); err != nil {
+			return err
+		}
+		short := below(pos, acked)
+		if len(short) == 0 {
+			return nil
+		}
+		if time.Since(since) >= settle {
+			return fmt.Errorf("final read: end offsets stayed below acknowledged records for %v, so the log no longer holds them: %v", settle, short)
+		}
+		if !sleep.For(ctx, finalRoundGap) {
+			break
+		}
+	}
+	return fmt.Errorf("final read: acknowledged records not read: %v (%v)", below(pos, acked), ctx.Err())
+}
+
+// readTo polls with r until r.pos reaches ends, re-assigning after errors
+// (at most MaxFinalReassigns times), and says which keys fell short.
+func (w *Workload) readTo(ctx context.Context, proc int, r *reader, ends []int64) error {
 	for range MaxFinalReassigns {
-		if done() || ctx.Err() != nil {
+		if len(w.below(r.pos, ends)) == 0 || ctx.Err() != nil {
 			break
 		}
 		c, err := w.assign(proc, r.pos)
@@ -147,23 +200,38 @@ func (w *Workload) FinalRead(ctx context.Context) error {
 			return err
 		}
 		r.c = c
-		for !done() && ctx.Err() == nil {
+		for len(w.below(r.pos, ends)) > 0 && ctx.Err() == nil {
 			if w.poll(r) {
 				break
 			}
 		}
 		w.unregister(c)
 	}
-	if !done() {
-		var short []string
-		for p, e := range ends {
-			if r.pos[p] < e {
-				short = append(short, fmt.Sprintf("%s at %d of %d", Key(w.cfg.Topic, int32(p)), r.pos[p], e))
-			}
-		}
+	if short := w.below(r.pos, ends); len(short) > 0 {
 		return fmt.Errorf("final read incomplete: %v", short)
 	}
 	return nil
+}
+
+// below names the keys whose position is short of its target.
+func (w *Workload) below(pos, target []int64) []string {
+	var short []string
+	for p, e := range target {
+		if pos[p] < e {
+			short = append(short, fmt.Sprintf("%s at %d of %d", Key(w.cfg.Topic, int32(p)), pos[p], e))
+		}
+	}
+	return short
+}
+
+// ackedEnds is, per partition, one past the highest offset a producer of
+// this run saw acknowledged (0 where none was).
+func (w *Workload) ackedEnds() []int64 {
+	out := make([]int64, len(w.acked))
+	for p := range w.acked {
+		out[p] = w.acked[p].Load()
+	}
+	return out
 }
 
 // endOffsets asks for every partition's high watermark until all answer or

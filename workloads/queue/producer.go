@@ -128,6 +128,7 @@ func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int
 	for i, err := range errs {
 		if err == nil && w.cfg.Acks != "0" {
 			mops[i].Offset = recs[i].Offset
+			storeMax(&w.acked[parts[i]], recs[i].Offset+1)
 		}
 		if err != nil && op.Error == "" {
 			op.Error = ErrorName(err)

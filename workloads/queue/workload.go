@@ -24,7 +24,10 @@ type Workload struct {
 	// next[p] is the last value handed out for partition p. Invariant:
 	// values of a key are unique across the test (only an atomic Add hands
 	// them out; the checker reports a repeated value as a duplicate send).
-	next     []atomic.Int64
+	next []atomic.Int64
+	// acked[p] is one past the highest offset acknowledged for partition
+	// p: the final read reads at least that far, or shows it gone.
+	acked    []atomic.Int64
 	nextProc atomic.Int64
 	ops      atomic.Int64
 	// peakInFlight is the most produce requests one producer client had in
@@ -55,7 +58,8 @@ func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
 		return nil, errors.New("queue: no bootstrap brokers")
 	}
 	return &Workload{cfg: cfg, h: h, epoch: epoch, next: make([]atomic.Int64, cfg.Partitions),
-		live: live.New[*client](rand.New(rand.NewPCG(uint64(cfg.Seed), 0x717565756)))}, nil
+		acked: make([]atomic.Int64, cfg.Partitions),
+		live:  live.New[*client](rand.New(rand.NewPCG(uint64(cfg.Seed), 0x717565756)))}, nil
 }
 
 // Ops is the number of operations completed so far.
