@@ -149,7 +149,7 @@ func TestEOSPipelineExactlyOnceUnderLeaderKills(t *testing.T) {
 // EndTxn (the crash event says at txn-offset-commit), and with
 // txn-offsets-early planted (the group takes the offsets at once, whatever
 // the outcome) the next owner skips input whose output was aborted. Without
-// the crash point the probe caught the bug in 4 of 10 runs (README).
+// the crash point the probe caught the bug in 4 of 10 runs (docs/MEASUREMENTS.md, section 3.1).
 func TestEOSCrashPointExposesEarlyOffsets(t *testing.T) {
 	t.Parallel() // a cluster run: see TestMain
 	if testing.Short() {
