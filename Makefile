@@ -31,7 +31,8 @@ test-short:
 
 # make check: the main job. The curated configuration matrix (acks 0/1/all,
 # min ISR 1/2, unclean on/off under leader kill, leader isolation, pause,
-# power loss and a stranded leader), three seeds per cell, on the process
+# whole-cluster power loss without and with fsync, a stranded leader,
+# client-link faults, KIP-101's story), three seeds per cell, on the process
 # runtime, CHECK_J runs at a time; fails only on a forbidden anomaly or a
 # crashed cell, and prints where the report is.
 CHECK_J ?= 4
