@@ -160,6 +160,7 @@ func (e *effectEnv) inject(step nemesis.Step, target nemesis.Target, slow time.D
 		hctx, hcancel := context.WithTimeout(ctx, 60*time.Second)
 		defer hcancel()
 		if err := WaitHealthy(hctx, e.boot, e.topic); err != nil {
+			e.dumpLogs(40)
 			e.t.Fatalf("after undoing %s: %v", step.Kind, err)
 		}
 	}

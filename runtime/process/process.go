@@ -48,6 +48,11 @@ type node struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	paused bool
+	// dying: SIGKILL or SIGTERM was sent to cmd. A Kill whose context ended
+	// returns before the exit, and a Start right after it (a fault's undo)
+	// must wait for that exit, not take the dying process for a running
+	// one and leave the node down.
+	dying bool
 	rules  faultnet.Rules
 	slow   faultnet.Rules
 }
@@ -205,8 +210,12 @@ func (c *Cluster) Bootstrap() []string {
 	return out
 }
 
-// Start implements runtime.Cluster: (re)starts a node's process on its data.
+// Start implements runtime.Cluster: (re)starts a node's process on its data,
+// once a process it was asked to end has exited.
 func (c *Cluster) Start(ctx context.Context, id int32) error {
+	if err := c.awaitDeath(ctx, id); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -217,6 +226,9 @@ func (c *Cluster) Start(ctx context.Context, id int32) error {
 		return err
 	}
 	if n.cmd != nil && !isDone(n.exited) {
+		if n.dying {
+			return fmt.Errorf("node %d: signalled again while starting", id)
+		}
 		return nil // already running
 	}
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -247,7 +259,24 @@ func (c *Cluster) Start(ctx context.Context, id int32) error {
 		logf.Close()
 		close(exited)
 	}()
-	n.cmd, n.exited, n.paused = cmd, exited, false
+	n.cmd, n.exited, n.paused, n.dying = cmd, exited, false, false
+	return nil
+}
+
+// awaitDeath waits, bounded by ctx, for a node's process that was sent
+// SIGKILL or SIGTERM to exit.
+func (c *Cluster) awaitDeath(ctx context.Context, id int32) error {
+	c.mu.Lock()
+	n, err := c.node(id)
+	if err != nil || n.cmd == nil || !n.dying {
+		c.mu.Unlock()
+		return err
+	}
+	exited := n.exited
+	c.mu.Unlock()
+	if err := waitExit(ctx, exited); err != nil {
+		return fmt.Errorf("node %d: the killed process has not exited: %w", id, err)
+	}
 	return nil
 }
 
@@ -272,6 +301,9 @@ func (c *Cluster) signal(id int32, sig syscall.Signal) (*node, error) {
 	}
 	if err := syscall.Kill(n.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return n, err
+	}
+	if sig == syscall.SIGKILL || sig == syscall.SIGTERM {
+		n.dying = true
 	}
 	return n, nil
 }

@@ -218,3 +218,33 @@ func TestHelperHarness(t *testing.T) {
 	time.Sleep(2 * time.Minute) // the parent kills us long before
 	t.Fatal("not killed")
 }
+
+// A fault's undo right after a kill whose context ended (the fault phase's
+// deadline fell on it): Kill returns before the process exits, and Start
+// must wait for that exit and start a new process, not take the dying one
+// for a running node and leave it down. Found by TestPowerLossAllEffect.
+func TestStartAfterCancelledKill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rt, err := Runtime{Dir: t.TempDir()}.Start(ctx, peerSpec(uniqueName("rekill"), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rt.(*Cluster)
+	defer c.Close(context.Background())
+	for i := range 20 {
+		old := c.Pid(1)
+		if old == 0 {
+			t.Fatalf("round %d: node 1 not running", i)
+		}
+		gone, stop := context.WithCancel(ctx)
+		stop()
+		c.Kill(gone, 1) // returns at once: its context has ended
+		if err := c.Start(ctx, 1); err != nil {
+			t.Fatalf("round %d: start after a cancelled kill: %v", i, err)
+		}
+		if pid := c.Pid(1); pid == 0 || pid == old {
+			t.Fatalf("round %d: after the restart node 1 runs pid %d (before: %d): the killed process was taken for a running node", i, pid, old)
+		}
+	}
+}
