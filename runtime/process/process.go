@@ -53,8 +53,8 @@ type node struct {
 	// must wait for that exit, not take the dying process for a running
 	// one and leave the node down.
 	dying bool
-	rules  faultnet.Rules
-	slow   faultnet.Rules
+	rules faultnet.Rules
+	slow  faultnet.Rules
 }
 
 // Cluster is a running process cluster.
