@@ -45,8 +45,11 @@ func realisticCells() []Cell {
 				if r.acks == "0" {
 					c.Counts[checker.Unseen] = unseen[n][s]
 				}
-				if c.LostAcks > 0 || c.Counts[checker.Unseen] > 0 {
+				switch {
+				case c.LostAcks > 0:
 					c.Allowed = []string{checker.LostWrite}
+				case c.Counts[checker.Unseen] > 0:
+					c.Allowed = []string{checker.Unseen}
 				}
 				cells = append(cells, c)
 			}
