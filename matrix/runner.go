@@ -244,6 +244,13 @@ func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 	}
 	rel, _ := filepath.Rel(r.Out, report)
 	out := reports.CellFrom(c.Label, c.Nemesis.Name, c.Seed, res, filepath.ToSlash(rel))
+	// The run's own acks, not the label's: at acks=0 nothing is
+	// acknowledged and the index shows what was never seen instead.
+	if cfg, err := history.ReadConfig(runDir.Config()); err == nil {
+		out.Acks = cfg.Acks
+	} else {
+		fmt.Fprintf(logf, "acks of the run: %v\n", err)
+	}
 	return out
 }
 

@@ -28,6 +28,10 @@ type Cell struct {
 	Config  string `json:"config"`
 	Nemesis string `json:"nemesis"`
 	Seed    int64  `json:"seed"`
+	// Acks is the run's producer acks ("0", "1", "all"; test.json's): at
+	// acks=0 nothing is acknowledged, so lost acks do not apply. Empty in
+	// a results.json from before it (AcksZero reads the label then).
+	Acks string `json:"acks,omitempty"`
 	// Valid is "true", "false" or "unknown"; "crashed" when the run died.
 	Valid  string         `json:"valid"`
 	Counts map[string]int `json:"counts"`
@@ -176,6 +180,12 @@ type CellSummary struct {
 	LostAny     stats.Rate `json:"lost_any"`
 	LostAnyLow  float64    `json:"lost_any_low"`
 	LostAnyHigh float64    `json:"lost_any_high"`
+	// Unseen and UnseenAny are the same for records no read ever saw: what
+	// an acks=0 cell, where nothing is acknowledged, is coloured by.
+	Unseen        stats.Spread `json:"unseen"`
+	UnseenAny     stats.Rate   `json:"unseen_any"`
+	UnseenAnyLow  float64      `json:"unseen_any_low"`
+	UnseenAnyHigh float64      `json:"unseen_any_high"`
 	// Failed, Crashed and Unknown count runs with a forbidden anomaly, that
 	// died, or whose checker could not decide.
 	Failed  int `json:"failed"`
@@ -186,15 +196,16 @@ type CellSummary struct {
 // Summaries groups runs (sorted: SortCells) into cells.
 func Summaries(runs []Cell) []CellSummary {
 	var out []CellSummary
-	var lost []int
+	var lost, unseen []int
 	flush := func() {
 		if len(out) == 0 {
 			return
 		}
 		c := &out[len(out)-1]
-		c.LostAcks = stats.SpreadOf(lost)
+		c.LostAcks, c.Unseen = stats.SpreadOf(lost), stats.SpreadOf(unseen)
 		c.LostAnyLow, c.LostAnyHigh = c.LostAny.Wilson()
-		lost = nil
+		c.UnseenAnyLow, c.UnseenAnyHigh = c.UnseenAny.Wilson()
+		lost, unseen = nil, nil
 	}
 	for _, r := range runs {
 		if len(out) == 0 || out[len(out)-1].Config != r.Config || out[len(out)-1].Nemesis != r.Nemesis {
@@ -217,6 +228,12 @@ func Summaries(runs []Cell) []CellSummary {
 		c.LostAny.N++
 		if r.LostAcks > 0 {
 			c.LostAny.K++
+		}
+		u := r.Counts[checker.Unseen]
+		unseen = append(unseen, u)
+		c.UnseenAny.N++
+		if u > 0 {
+			c.UnseenAny.K++
 		}
 	}
 	flush()
@@ -260,7 +277,11 @@ type matrixCellView struct {
 	Lost, Unseen, Dups int
 	// Spread is set for a cell of several runs: lost acks per run as
 	// min / median / max and the runs that lost any.
-	Spread   *CellSummary
+	Spread *CellSummary
+	// Sum is the cell over its runs, one run or many (what the glance
+	// draws).
+	Sum      CellSummary
+	Glance   glance
 	Avail    float64
 	Class    string
 	Runs     []Cell
@@ -282,6 +303,7 @@ type matrixView struct {
 	Failed   int
 	Crashed  int
 	Findings int
+	Legend   legend
 	// Validation is set for `gregor validate`'s report.
 	Validation *Validation
 }
@@ -292,14 +314,8 @@ var indexTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
 
 func writeIndex(w io.Writer, title string, cells []Cell, val *Validation) error {
 	v := matrixView{Title: title, Total: len(cells), Validation: val}
+	v.Nemeses = nemeses(cells)
 	nemIdx := map[string]int{}
-	for _, c := range cells {
-		if _, ok := nemIdx[c.Nemesis]; !ok {
-			nemIdx[c.Nemesis] = 0
-			v.Nemeses = append(v.Nemeses, c.Nemesis)
-		}
-	}
-	sort.Strings(v.Nemeses)
 	for i, n := range v.Nemeses {
 		nemIdx[n] = i
 	}
@@ -316,50 +332,106 @@ func writeIndex(w io.Writer, title string, cells []Cell, val *Validation) error 
 			mc = &matrixCellView{Class: "pass"}
 			v.Rows[ri].Cells[nemIdx[c.Nemesis]] = mc
 		}
-		mc.Runs = append(mc.Runs, c)
-		mc.Lost += c.LostAcks
-		mc.Unseen += c.Counts[checker.Unseen]
-		mc.Dups += c.Counts[checker.Duplicate]
-		mc.Avail += c.WriteAvailability
-		mc.Group = mc.Group.add(c.Group)
-		mc.Txn = mc.Txn.add(c.Txn)
-		switch {
-		case c.Valid == "crashed":
-			mc.Class = "crashed"
+		mc.add(c)
+		switch c.Valid {
+		case "crashed":
 			v.Crashed++
-		case c.Valid == "false":
-			if mc.Class != "crashed" {
-				mc.Class = "fail"
-			}
+		case "false":
 			v.Failed++
-		case c.Valid == "unknown" && mc.Class == "pass":
-			mc.Class = "unknown"
-		case len(c.Allowed) > 0 && mc.Class == "pass":
-			mc.Class = "finding"
 		}
 		if len(c.Allowed) > 0 {
 			v.Findings++
 		}
 	}
+	v.finish()
+	return indexTmpl.Execute(w, v)
+}
+
+// nemeses are the matrix's columns, sorted.
+func nemeses(cells []Cell) []string {
+	var out []string
+	for _, c := range cells {
+		out = append(out, c.Nemesis)
+	}
+	return dedup(out)
+}
+
+// add counts run c into its cell; the cell's class is its worst run's
+// (crashed over forbidden over unknown over allowed).
+func (mc *matrixCellView) add(c Cell) {
+	mc.Runs = append(mc.Runs, c)
+	mc.Lost += c.LostAcks
+	mc.Unseen += c.Counts[checker.Unseen]
+	mc.Dups += c.Counts[checker.Duplicate]
+	mc.Avail += c.WriteAvailability
+	mc.Group = mc.Group.add(c.Group)
+	mc.Txn = mc.Txn.add(c.Txn)
+	switch {
+	case c.Valid == "crashed":
+		mc.Class = "crashed"
+	case c.Valid == "false":
+		if mc.Class != "crashed" {
+			mc.Class = "fail"
+		}
+	case c.Valid == "unknown" && mc.Class == "pass":
+		mc.Class = "unknown"
+	case len(c.Allowed) > 0 && mc.Class == "pass":
+		mc.Class = "finding"
+	}
+}
+
+// finish summarises every cell and draws its glance, the dot strips on
+// one scale per measure across the matrix.
+func (v *matrixView) finish() {
+	maxOf := map[string]int{}
+	acksZero := false
 	for _, r := range v.Rows {
 		for _, mc := range r.Cells {
-			if mc != nil && len(mc.Runs) > 1 {
-				if sums := Summaries(mc.Runs); len(sums) == 1 {
-					mc.Spread = &sums[0]
-				}
+			if mc == nil {
+				continue
 			}
-			if mc != nil && len(mc.Runs) > 0 {
-				mc.Avail /= float64(len(mc.Runs))
-				var f []string
-				for _, c := range mc.Runs {
-					f = append(f, c.Forbidden...)
-					f = append(f, c.Allowed...)
+			m := mc.measure()
+			acksZero = acksZero || m.what == unseenMeasure.what
+			for _, c := range mc.Runs {
+				if c.Valid != "crashed" {
+					maxOf[m.what] = max(maxOf[m.what], m.perRun(c))
 				}
-				mc.Findings = strings.Join(dedup(f), ", ")
 			}
 		}
 	}
-	return indexTmpl.Execute(w, v)
+	v.Legend = newLegend(maxOf[lostMeasure.what], maxOf[unseenMeasure.what], acksZero)
+	for _, r := range v.Rows {
+		for _, mc := range r.Cells {
+			if mc != nil {
+				mc.finish(maxOf[mc.measure().what])
+			}
+		}
+	}
+}
+
+// measure is lost acks, or never-seen records for a cell at acks=0.
+func (mc *matrixCellView) measure() measure {
+	if len(mc.Runs) > 0 && mc.Runs[0].AcksZero() {
+		return unseenMeasure
+	}
+	return lostMeasure
+}
+
+func (mc *matrixCellView) finish(stripMax int) {
+	if sums := Summaries(mc.Runs); len(sums) == 1 {
+		mc.Sum = sums[0]
+	}
+	if len(mc.Runs) > 1 {
+		mc.Spread = &mc.Sum
+	}
+	mc.Avail /= float64(len(mc.Runs))
+	var f []string
+	for _, c := range mc.Runs {
+		f = append(f, c.Forbidden...)
+		f = append(f, c.Allowed...)
+	}
+	mc.Findings = strings.Join(dedup(f), ", ")
+	mc.Glance = newGlance(&mc.Sum, mc.Runs, mc.measure(), stripMax)
 }
 
 func dedup(s []string) []string {

@@ -44,8 +44,10 @@ func TestMatrixReportInBrowser(t *testing.T) {
 		}
 	}
 	mustContain(t, dom, "lost acks: <b>12</b>", "4 runs: 1 with forbidden anomalies, 1 crashed, 1 demonstrating", "&lt;b&gt;x&lt;/b&gt;")
-	if n := colours(shot, color.RGBA{0xf7, 0xc9, 0xc9, 0xff}); n < 50 {
-		t.Fatalf("screenshot has %d pixels of the forbidden-anomaly colour", n)
+	// A forbidden anomaly is marked in its red (badge and border) on top
+	// of the cell's rate colour.
+	if n := colours(shot, color.RGBA{0xd7, 0x00, 0x1f, 0xff}); n < 200 {
+		t.Fatalf("screenshot has %d pixels of the forbidden-anomaly red", n)
 	}
 }
 
