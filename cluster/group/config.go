@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"time"
 
+	"gregor/cluster/coordinator"
 	"gregor/cluster/meta"
 )
 
@@ -40,7 +41,7 @@ type Config struct {
 	// WriteTimeout bounds one append to __consumer_offsets, waiting for
 	// acks=all included (Kafka: offsets.commit.timeout.ms, 5 s).
 	WriteTimeout time.Duration
-	Clock        Clock
+	Clock        coordinator.Clock
 	Logger       *slog.Logger
 	Bugs         Bugs
 }
@@ -76,28 +77,9 @@ func (c *Config) Defaults() {
 		c.WriteTimeout = 5 * time.Second
 	}
 	if c.Clock == nil {
-		c.Clock = RealClock{}
+		c.Clock = coordinator.RealClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 }
-
-// Clock is time as the state machine sees it; tests replace it.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc runs f on its own goroutine after d, unless stopped.
-	AfterFunc(d time.Duration, f func()) Timer
-}
-
-// Timer is a pending AfterFunc.
-type Timer interface{ Stop() bool }
-
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now implements Clock.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// AfterFunc implements Clock.
-func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }

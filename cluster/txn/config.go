@@ -21,7 +21,7 @@ import (
 	"log/slog"
 	"time"
 
-	"gregor/cluster/group"
+	"gregor/cluster/coordinator"
 	"gregor/cluster/meta"
 )
 
@@ -51,7 +51,7 @@ type Config struct {
 	// (Kafka's retry of TransactionMarkerChannelManager).
 	MarkerBackoff time.Duration
 	Bugs          Bugs
-	Clock         group.Clock
+	Clock         coordinator.Clock
 	Logger        *slog.Logger
 }
 
@@ -87,7 +87,7 @@ func (c *Config) Defaults() {
 		c.MarkerBackoff = 100 * time.Millisecond
 	}
 	if c.Clock == nil {
-		c.Clock = group.RealClock{}
+		c.Clock = coordinator.RealClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
