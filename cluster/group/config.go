@@ -6,9 +6,10 @@
 // A broker coordinates the groups that hash onto the __consumer_offsets
 // partitions it leads. Every partition it leads is a shard: the groups of
 // that partition, rebuilt by replaying the partition when the broker becomes
-// its leader and dropped when it stops leading. Offset commits and group
-// metadata are records appended to the shard's partition and acknowledged
-// only once committed (acks=all).
+// its leader and dropped when it stops leading (the shard set is
+// cluster/coordinator's Runtime; this package is the shard). Offset commits
+// and group metadata are records appended to the shard's partition and
+// acknowledged only once committed (acks=all).
 package group
 
 import (

@@ -6,7 +6,8 @@
 // __transaction_state partitions it leads (abs(javaHash(id)) % partitions).
 // Every such partition is a shard: its transactions' metadata, rebuilt by
 // replaying the partition when the broker becomes its leader, dropped when it
-// stops leading. A transition is written to the shard's partition acks=all
+// stops leading (the shard set is cluster/coordinator's Runtime; this
+// package is the shard). A transition is written to the shard's partition acks=all
 // before it takes effect; markers are written only once a Prepare state is
 // durable, and a new coordinator finishes every transaction it finds in a
 // Prepare state.
