@@ -311,7 +311,9 @@ func (r *Runtime[S]) Loaded() (out []S, loading bool) {
 // package asks of cheap checks. partitions is the count the caller just
 // polled. Caller holds mu.
 func (r *Runtime[S]) check(partitions int32) {
-	invariant.Must(r.cfg.Name+" runtime", r.invariants(partitions))
+	if err := r.invariants(partitions); err != nil {
+		invariant.Must(r.cfg.Name+" runtime", err) // the name is built only for a failure
+	}
 }
 
 // invariants returns the first broken invariant of the shard set: none
