@@ -122,7 +122,8 @@ type Runtime[S Shard] struct {
 	bgMu sync.Mutex
 	// bgClosed: Close has begun; no goroutine starts after it, so wg.Wait
 	// ends. Invariant: closed before bgClosed (Close's order), so Poll,
-	// which runs only while !closed under mu, always gets its load started.
+	// which runs only while !closed under mu, always gets its load started
+	// (checked there).
 	bgClosed bool
 	// wg counts the loops, the loads and the shards' background work; all
 	// end on Close.
@@ -167,17 +168,21 @@ func (r *Runtime[S]) Every(d time.Duration, f func()) {
 // Background runs f on its own goroutine, counted for Close, unless Close
 // has begun (then f never runs). f must end once its shard's context or
 // the runtime stops.
-func (r *Runtime[S]) Background(f func()) {
+func (r *Runtime[S]) Background(f func()) { r.goCounted(f) }
+
+// goCounted is Background reporting whether f was started.
+func (r *Runtime[S]) goCounted(f func()) bool {
 	r.bgMu.Lock()
 	defer r.bgMu.Unlock()
 	if r.bgClosed {
-		return
+		return false
 	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		f()
 	}()
+	return true
 }
 
 // Close unloads every shard (waiting requests get NOT_COORDINATOR) and
@@ -228,7 +233,11 @@ func (r *Runtime[S]) Poll() {
 			ctx, cancel := context.WithCancel(context.Background())
 			s := r.newShard(ctx, i, epoch, l)
 			r.shards[i] = &held[S]{shard: s, epoch: epoch, cancel: cancel}
-			r.Background(s.Load)
+			if !r.goCounted(s.Load) {
+				// bgClosed before closed: a shard held, never loaded, that
+				// Close will not wait for.
+				invariant.Must(r.cfg.Name+" runtime", fmt.Errorf("partition %d: load refused while open", i))
+			}
 		}
 	}
 	for i := range r.shards {
