@@ -11,9 +11,14 @@
 // (one per leader epoch), loads it on its own goroutine, unloads it when the
 // leadership moves, and routes a key to its shard by Kafka's partition
 // function. A coordinator package (group, txn) keeps only its Shard: its
-// state, its records, its requests. Unlike Kafka's runtime this one does not
-// serialize a shard's operations on an event loop: a shard guards its state
-// with its own lock, and the runtime only asks it for its State.
+// state, its records, its requests. In Kafka the group and share
+// coordinators run on that runtime (GroupCoordinatorShard,
+// ShareCoordinatorShard) while the transaction coordinator keeps its
+// partitions in TransactionStateManager; here the transaction coordinator
+// shares the runtime too, its shard set being the same. Unlike Kafka's
+// runtime this one does not serialize a shard's operations on an event loop:
+// a shard guards its state with its own lock, and the runtime only asks it
+// for its State.
 //
 // The package also owns what every coordinator needs of its topic: Log (this
 // broker's replica of one partition), Record, Clock, PartitionFor.
