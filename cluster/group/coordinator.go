@@ -109,60 +109,11 @@ func (s *shard) State() coordinator.State {
 // partition, so its log is the one that will be committed.
 func (s *shard) Load() {
 	start := s.c.cfg.Clock.Now()
-	groups := map[string]*Group{}
-	get := func(id string) *Group {
-		g := groups[id]
-		if g == nil {
-			g = newGroup(id)
-			groups[id] = g
-		}
-		return g
-	}
+	groups := replayed{}
 	n := 0
 	err := s.log.Replay(s.ctx, func(off int64, r coordinator.Record) {
 		n++
-		if r.Txn != nil && r.Txn.Marker {
-			for _, g := range groups {
-				g.completeTxn(r.Txn.ProducerID, r.Txn.Commit)
-			}
-			return
-		}
-		var k recordKey
-		if json.Unmarshal(r.Key, &k) != nil {
-			return // not a group record: skipped, as Kafka's loader skips unknown keys
-		}
-		switch k.Kind {
-		case kindOffset:
-			g := get(k.Group)
-			key := TopicPartition{k.Topic, k.Partition}
-			if r.Txn != nil {
-				// A TxnOffsetCommit: pending until its marker.
-				var v offsetValue
-				if r.Value != nil && json.Unmarshal(r.Value, &v) == nil {
-					g.addTxnOffset(r.Txn.ProducerID, key, committed{offsetValue: v, logOffset: off})
-				}
-				return
-			}
-			if r.Value == nil {
-				delete(g.offsets, key)
-				return
-			}
-			var v offsetValue
-			if json.Unmarshal(r.Value, &v) == nil {
-				g.offsets[key] = committed{offsetValue: v, logOffset: off}
-			}
-		case kindGroup:
-			if r.Value == nil {
-				if g := groups[k.Group]; g != nil {
-					g.clearMembership()
-				}
-				return
-			}
-			var v groupValue
-			if json.Unmarshal(r.Value, &v) == nil {
-				get(k.Group).restore(&v)
-			}
-		}
+		groups.apply(off, r)
 	})
 	s.mu.Lock()
 	defer s.unlock()
@@ -194,6 +145,67 @@ func (s *shard) Load() {
 	s.loading = false
 	s.c.cfg.Logger.Info("loaded group coordinator partition", "partition", s.partition, "epoch", s.epoch,
 		"groups", len(s.groups), "records", n, "took", s.c.cfg.Clock.Now().Sub(start))
+}
+
+// replayed is the groups a load rebuilds from the records, by id.
+type replayed map[string]*Group
+
+func (rg replayed) get(id string) *Group {
+	g := rg[id]
+	if g == nil {
+		g = newGroup(id)
+		rg[id] = g
+	}
+	return g
+}
+
+// apply replays one record at log offset off: a transaction marker ends
+// the producer's pending offsets in every group, an offset record commits
+// (or, transactional, parks) an offset, a group record restores or clears
+// the membership.
+func (rg replayed) apply(off int64, r coordinator.Record) {
+	if r.Txn != nil && r.Txn.Marker {
+		for _, g := range rg {
+			g.completeTxn(r.Txn.ProducerID, r.Txn.Commit)
+		}
+		return
+	}
+	var k recordKey
+	if json.Unmarshal(r.Key, &k) != nil {
+		return // not a group record: skipped, as Kafka's loader skips unknown keys
+	}
+	switch k.Kind {
+	case kindOffset:
+		g := rg.get(k.Group)
+		key := TopicPartition{k.Topic, k.Partition}
+		if r.Txn != nil {
+			// A TxnOffsetCommit: pending until its marker.
+			var v offsetValue
+			if r.Value != nil && json.Unmarshal(r.Value, &v) == nil {
+				g.addTxnOffset(r.Txn.ProducerID, key, committed{offsetValue: v, logOffset: off})
+			}
+			return
+		}
+		if r.Value == nil {
+			delete(g.offsets, key)
+			return
+		}
+		var v offsetValue
+		if json.Unmarshal(r.Value, &v) == nil {
+			g.offsets[key] = committed{offsetValue: v, logOffset: off}
+		}
+	case kindGroup:
+		if r.Value == nil {
+			if g := rg[k.Group]; g != nil {
+				g.clearMembership()
+			}
+			return
+		}
+		var v groupValue
+		if json.Unmarshal(r.Value, &v) == nil {
+			rg.get(k.Group).restore(&v)
+		}
+	}
 }
 
 // Unload implements coordinator.Shard: it drops every group, parked
