@@ -1,7 +1,7 @@
 package cluster
 
 // Broker-side glue of the group coordinator (cluster/group): the
-// __consumer_offsets partitions as group.Log, FindCoordinator with the
+// __consumer_offsets partitions as coordinator.Log, FindCoordinator with the
 // topic's creation on first use, and wire.GroupBackend.
 
 import (
@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/cluster/coordinator"
 	"gregor/cluster/group"
 	"gregor/cluster/meta"
 	"gregor/cluster/producer"
@@ -49,8 +50,10 @@ func (b *Broker) startGroups() *group.Coordinator {
 
 type groupEnv struct{ b *Broker }
 
-func (e groupEnv) OffsetsPartitions() int32      { return e.b.partitionCount(group.Topic) }
-func (e groupEnv) Log(partition int32) group.Log { return e.b.internalLog(group.Topic, partition) }
+func (e groupEnv) Partitions() int32 { return e.b.partitionCount(group.Topic) }
+func (e groupEnv) Log(partition int32) coordinator.Log {
+	return e.b.internalLog(group.Topic, partition)
+}
 
 // partitionCount is a topic's partition count in the current metadata, 0
 // while it does not exist.
@@ -63,7 +66,7 @@ func (b *Broker) partitionCount(topic string) int32 {
 
 // internalLog is this broker's replica of a coordinator's partition, nil
 // when it hosts none.
-func (b *Broker) internalLog(topic string, partition int32) group.Log {
+func (b *Broker) internalLog(topic string, partition int32) coordinator.Log {
 	p := b.Partition(topic, partition)
 	if p == nil {
 		return nil
@@ -85,14 +88,14 @@ func (l internalLog) LeaderEpoch() (int32, bool) {
 
 // Append writes the records as one uncompressed v2 batch with acks=all and
 // waits until the high watermark passes it.
-func (l internalLog) Append(ctx context.Context, epoch int32, recs []group.Record) (int64, *kerr.Error) {
+func (l internalLog) Append(ctx context.Context, epoch int32, recs []coordinator.Record) (int64, *kerr.Error) {
 	b := storage.Batch{Timestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
 	return l.append(ctx, epoch, b, recs, replica.AppendOptions{Acks: -1, Origin: producer.Coordinator})
 }
 
 // append writes recs as one batch shaped by b, acks=all, in the given
 // leader epoch.
-func (l internalLog) append(ctx context.Context, epoch int32, b storage.Batch, recs []group.Record, opts replica.AppendOptions) (int64, *kerr.Error) {
+func (l internalLog) append(ctx context.Context, epoch int32, b storage.Batch, recs []coordinator.Record, opts replica.AppendOptions) (int64, *kerr.Error) {
 	if st := l.p.State(); st.Leader != l.b.cfg.NodeID || st.LeaderEpoch != epoch {
 		return 0, kerr.NotLeaderForPartition
 	}
@@ -117,7 +120,7 @@ func (l internalLog) append(ctx context.Context, epoch int32, b storage.Batch, r
 const maxReplayRead = 1 << 20
 
 // Replay reads the partition from its start to its LEO as of the call.
-func (l internalLog) Replay(ctx context.Context, fn func(int64, group.Record)) error {
+func (l internalLog) Replay(ctx context.Context, fn func(int64, coordinator.Record)) error {
 	start, _, leo := l.p.Offsets()
 	for off := start; off < leo; {
 		if err := ctx.Err(); err != nil {
@@ -140,7 +143,7 @@ func (l internalLog) Replay(ctx context.Context, fn func(int64, group.Record)) e
 				if err != nil {
 					return err
 				}
-				fn(h.BaseOffset, group.Record{Txn: &group.TxnInfo{ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, Marker: true, Commit: m.Commit}})
+				fn(h.BaseOffset, coordinator.Record{Txn: &coordinator.TxnInfo{ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, Marker: true, Commit: m.Commit}})
 				return nil
 			}
 			return replayBatch(h, batch, fn)
@@ -154,7 +157,7 @@ func (l internalLog) Replay(ctx context.Context, fn func(int64, group.Record)) e
 
 // replayBatch decodes an uncompressed batch's records; compressed ones
 // (never written by the coordinator) are skipped.
-func replayBatch(h storage.BatchHeader, batch []byte, fn func(int64, group.Record)) error {
+func replayBatch(h storage.BatchHeader, batch []byte, fn func(int64, coordinator.Record)) error {
 	var rb kmsg.RecordBatch
 	if err := rb.ReadFrom(batch); err != nil {
 		return err
@@ -173,9 +176,9 @@ func replayBatch(h storage.BatchHeader, batch []byte, fn func(int64, group.Recor
 			return err
 		}
 		src = src[w+int(n):]
-		rec := group.Record{Key: r.Key, Value: r.Value}
+		rec := coordinator.Record{Key: r.Key, Value: r.Value}
 		if h.IsTransactional() {
-			rec.Txn = &group.TxnInfo{ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch}
+			rec.Txn = &coordinator.TxnInfo{ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch}
 		}
 		fn(h.BaseOffset+int64(r.OffsetDelta), rec)
 	}
@@ -220,7 +223,7 @@ func (b *Broker) findCoordinator(ctx context.Context, topic string, partitions i
 			return wire.Coordinator{}, kerr.CoordinatorNotAvailable
 		}
 	}
-	p := group.PartitionFor(key, int32(len(t.Partitions)))
+	p := coordinator.PartitionFor(key, int32(len(t.Partitions)))
 	leader := t.Partitions[p].Leader
 	br, ok := im.Brokers[leader]
 	if !ok {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/cluster/coordinator"
 	"gregor/cluster/group"
 )
 
@@ -353,7 +354,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	}
 
 	parts := int32(len(tc.any().Image().Topics[group.Topic].Partitions))
-	coord := tc.leader(group.Topic, group.PartitionFor("fg", parts))
+	coord := tc.leader(group.Topic, coordinator.PartitionFor("fg", parts))
 	tc.kill(int(coord))
 	readBack := func(want map[int32]int64) time.Duration {
 		t.Helper()
@@ -382,7 +383,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 		})
 	}
 	t.Logf("committed offsets readable %v after killing coordinator broker %d", readBack(acked), coord)
-	if now := tc.leader(group.Topic, group.PartitionFor("fg", parts)); now == coord || now < 0 {
+	if now := tc.leader(group.Topic, coordinator.PartitionFor("fg", parts)); now == coord || now < 0 {
 		t.Fatalf("coordinator partition still led by %d after killing %d", now, coord)
 	}
 	ends = tc.produceEach("fo", 8, 10)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"gregor/cluster/coordinator"
 	"gregor/cluster/group"
 	"gregor/cluster/txn"
 )
@@ -186,9 +187,9 @@ func testEOS(t *testing.T, role eosRole, opts func(member int) []kgo.Opt) {
 		case killOutputLeader:
 			victim = tc.leader("out", 0)
 		case killGroupCoordinator:
-			victim = tc.leader(group.Topic, group.PartitionFor("eos", int32(len(tc.any().Image().Topics[group.Topic].Partitions))))
+			victim = tc.leader(group.Topic, coordinator.PartitionFor("eos", int32(len(tc.any().Image().Topics[group.Topic].Partitions))))
 		case killTxnCoordinator:
-			victim = tc.leader(txn.Topic, txn.PartitionFor("eos-1", int32(len(tc.any().Image().Topics[txn.Topic].Partitions))))
+			victim = tc.leader(txn.Topic, coordinator.PartitionFor("eos-1", int32(len(tc.any().Image().Topics[txn.Topic].Partitions))))
 		}
 		if victim < 1 {
 			t.Fatalf("no broker in role %d", role)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/cluster/coordinator"
 	"gregor/cluster/txn"
 )
 
@@ -365,7 +366,7 @@ func (tc *testCluster) findTxnID(prefix string, node int32, want bool) string {
 	}
 	for i := 0; i < 1000; i++ {
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		l := t.Partitions[txn.PartitionFor(id, int32(len(t.Partitions)))].Leader
+		l := t.Partitions[coordinator.PartitionFor(id, int32(len(t.Partitions)))].Leader
 		if (l == node) == want && l >= 0 {
 			return id
 		}
@@ -400,7 +401,7 @@ func TestTxnCoordinatorFailoverCompletesCommit(t *testing.T) {
 		tc.createTxnState()
 		data := tc.leader("one", 0)
 		id := tc.findTxnID("fo", data, false)
-		coord := tc.leader(txn.Topic, txn.PartitionFor(id, int32(len(tc.any().Image().Topics[txn.Topic].Partitions))))
+		coord := tc.leader(txn.Topic, coordinator.PartitionFor(id, int32(len(tc.any().Image().Topics[txn.Topic].Partitions))))
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cl := tc.txnProducer(id)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/cluster/coordinator"
 	"gregor/cluster/group"
 	"gregor/cluster/producer"
 	"gregor/cluster/replica"
@@ -47,8 +48,8 @@ func (b *Broker) startTxns() *txn.Coordinator {
 
 type txnEnv struct{ b *Broker }
 
-func (e txnEnv) Partitions() int32             { return e.b.partitionCount(txn.Topic) }
-func (e txnEnv) Log(partition int32) group.Log { return e.b.internalLog(txn.Topic, partition) }
+func (e txnEnv) Partitions() int32                   { return e.b.partitionCount(txn.Topic) }
+func (e txnEnv) Log(partition int32) coordinator.Log { return e.b.internalLog(txn.Topic, partition) }
 
 func (e txnEnv) NewProducerID(ctx context.Context) (int64, *kerr.Error) {
 	id, _, err := e.b.NewProducerID(ctx)
@@ -60,7 +61,7 @@ func (e txnEnv) OffsetsPartition(groupID string) (txn.TopicPartition, *kerr.Erro
 	if t == nil || groupID == "" {
 		return txn.TopicPartition{}, kerr.CoordinatorNotAvailable
 	}
-	return txn.TopicPartition{Topic: group.Topic, Partition: group.PartitionFor(groupID, int32(len(t.Partitions)))}, nil
+	return txn.TopicPartition{Topic: group.Topic, Partition: coordinator.PartitionFor(groupID, int32(len(t.Partitions)))}, nil
 }
 
 // markerRequestBound bounds one WriteTxnMarkers round trip: the leader
@@ -170,7 +171,7 @@ func (b *Broker) VerifyTxn(ctx context.Context, id string, pid int64, epoch int1
 	if t == nil || b.txns == nil {
 		return nil, kerr.CoordinatorNotAvailable
 	}
-	coord := t.Partitions[txn.PartitionFor(id, int32(len(t.Partitions)))].Leader
+	coord := t.Partitions[coordinator.PartitionFor(id, int32(len(t.Partitions)))].Leader
 	switch {
 	case coord < 0:
 		return nil, kerr.CoordinatorNotAvailable
@@ -224,7 +225,7 @@ func (b *Broker) VerifyTxn(ctx context.Context, id string, pid int64, epoch int1
 // COORDINATOR origin: no sequence check) and, when it would start the
 // producer's transaction on this partition, verified with (or, version 2,
 // added by) the transaction coordinator first.
-func (l internalLog) AppendTxn(ctx context.Context, epoch int32, w group.TxnWrite, recs []group.Record) (int64, *kerr.Error) {
+func (l internalLog) AppendTxn(ctx context.Context, epoch int32, w group.TxnWrite, recs []coordinator.Record) (int64, *kerr.Error) {
 	guard, e := l.p.BeginVerification(w.ProducerID, w.ProducerEpoch, 0, w.AddPartition)
 	if e != nil {
 		return 0, e

@@ -6,15 +6,17 @@
 // A broker coordinates the groups that hash onto the __consumer_offsets
 // partitions it leads. Every partition it leads is a shard: the groups of
 // that partition, rebuilt by replaying the partition when the broker becomes
-// its leader and dropped when it stops leading. Offset commits and group
-// metadata are records appended to the shard's partition and acknowledged
-// only once committed (acks=all).
+// its leader and dropped when it stops leading (the shard set is
+// cluster/coordinator's Runtime; this package is the shard). Offset commits
+// and group metadata are records appended to the shard's partition and
+// acknowledged only once committed (acks=all).
 package group
 
 import (
 	"log/slog"
 	"time"
 
+	"gregor/cluster/coordinator"
 	"gregor/cluster/meta"
 )
 
@@ -40,7 +42,7 @@ type Config struct {
 	// WriteTimeout bounds one append to __consumer_offsets, waiting for
 	// acks=all included (Kafka: offsets.commit.timeout.ms, 5 s).
 	WriteTimeout time.Duration
-	Clock        Clock
+	Clock        coordinator.Clock
 	Logger       *slog.Logger
 	Bugs         Bugs
 }
@@ -76,28 +78,9 @@ func (c *Config) Defaults() {
 		c.WriteTimeout = 5 * time.Second
 	}
 	if c.Clock == nil {
-		c.Clock = RealClock{}
+		c.Clock = coordinator.RealClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 }
-
-// Clock is time as the state machine sees it; tests replace it.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc runs f on its own goroutine after d, unless stopped.
-	AfterFunc(d time.Duration, f func()) Timer
-}
-
-// Timer is a pending AfterFunc.
-type Timer interface{ Stop() bool }
-
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now implements Clock.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// AfterFunc implements Clock.
-func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"gregor/cluster/coordinator"
+	"gregor/cluster/coordinator/coordinatortest"
 )
 
 // fakeClock fires timers only when the test advances it.
@@ -42,7 +45,7 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) coordinator.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{at: c.now.Add(d), f: f, c: c}
@@ -78,78 +81,26 @@ func (c *fakeClock) advance(d time.Duration) {
 	panic("fakeClock: timers keep re-arming")
 }
 
-// memLog is an in-memory __consumer_offsets partition.
-type memLog struct {
-	mu      sync.Mutex
-	leader  bool
-	epoch   int32
-	recs    []Record
-	failErr *kerr.Error   // next appends fail with it
-	block   chan struct{} // non-nil: Replay waits for it to close
-}
-
-func (l *memLog) LeaderEpoch() (int32, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.epoch, l.leader
-}
-
-func (l *memLog) Append(_ context.Context, epoch int32, recs []Record) (int64, *kerr.Error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.leader || epoch != l.epoch {
-		return 0, kerr.NotLeaderForPartition
-	}
-	if l.failErr != nil {
-		return 0, l.failErr
-	}
-	base := int64(len(l.recs))
-	l.recs = append(l.recs, recs...)
-	return base, nil
-}
+// memLog is an in-memory __consumer_offsets partition that also takes
+// transactional writes.
+type memLog struct{ *coordinatortest.MemLog }
 
 // AppendTxn makes memLog a TxnLog: a transactional batch is its records
-// tagged with the producer (failErr applies as to Append).
-func (l *memLog) AppendTxn(ctx context.Context, epoch int32, w TxnWrite, recs []Record) (int64, *kerr.Error) {
-	tagged := make([]Record, len(recs))
+// tagged with the producer (FailAppends applies as to Append).
+func (l memLog) AppendTxn(ctx context.Context, epoch int32, w TxnWrite, recs []coordinator.Record) (int64, *kerr.Error) {
+	tagged := make([]coordinator.Record, len(recs))
 	for i, r := range recs {
-		r.Txn = &TxnInfo{ProducerID: w.ProducerID}
+		r.Txn = &coordinator.TxnInfo{ProducerID: w.ProducerID}
 		tagged[i] = r
 	}
 	return l.Append(ctx, epoch, tagged)
 }
 
-func (l *memLog) Replay(ctx context.Context, fn func(int64, Record)) error {
-	l.mu.Lock()
-	block := l.block
-	l.mu.Unlock()
-	if block != nil {
-		select {
-		case <-block:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	l.mu.Lock()
-	recs := slices.Clone(l.recs)
-	l.mu.Unlock()
-	for i, r := range recs {
-		fn(int64(i), r)
-	}
-	return nil
-}
+type memEnv struct{ logs []memLog }
 
-func (l *memLog) setLeader(lead bool, epoch int32) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.leader, l.epoch = lead, epoch
-}
-
-type memEnv struct{ logs []*memLog }
-
-func (e *memEnv) OffsetsPartitions() int32 { return int32(len(e.logs)) }
-func (e *memEnv) Log(p int32) Log {
-	if e.logs[p] == nil {
+func (e *memEnv) Partitions() int32 { return int32(len(e.logs)) }
+func (e *memEnv) Log(p int32) coordinator.Log {
+	if e.logs[p].MemLog == nil {
 		return nil
 	}
 	return e.logs[p]
@@ -166,7 +117,7 @@ type harness struct {
 func newHarness(t *testing.T, partitions int) *harness {
 	h := &harness{t: t, clock: newFakeClock(), env: &memEnv{}}
 	for i := 0; i < partitions; i++ {
-		h.env.logs = append(h.env.logs, &memLog{leader: true})
+		h.env.logs = append(h.env.logs, memLog{coordinatortest.NewMemLog(0)})
 	}
 	h.c = New(Config{OffsetsPartitions: int32(partitions), InitialRebalanceDelay: 300 * time.Millisecond, Clock: h.clock,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, h.env)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/coordinator"
 )
 
 // State is a classic group's state, named as Kafka names it.
@@ -58,7 +60,7 @@ type member struct {
 	joinWait chan *kmsg.JoinGroupResponse
 	syncWait chan *kmsg.SyncGroupResponse
 	// sessionTimer expires the member; timerSeq tells a stale firing.
-	sessionTimer Timer
+	sessionTimer coordinator.Timer
 	timerSeq     uint64
 }
 
@@ -126,13 +128,13 @@ type Group struct {
 	members map[string]*member
 	// pending are member ids handed out with MEMBER_ID_REQUIRED (KIP-394)
 	// that have not joined yet, with their expiry timers.
-	pending map[string]Timer
+	pending map[string]coordinator.Timer
 	// static maps group.instance.id to the member id holding it.
 	// Invariant: every value is a key of members whose member has that
 	// instance id, and every member with an instance id is in it.
 	static map[string]string
 	// rebalanceTimer ends a rebalance (rebalance timeout or initial delay).
-	rebalanceTimer Timer
+	rebalanceTimer coordinator.Timer
 	// initialDelay: the rebalance of an empty group is still waiting for
 	// members; newJoins counts joins since it was last armed.
 	initialDelay   bool
@@ -153,7 +155,7 @@ type Group struct {
 }
 
 func newGroup(id string) *Group {
-	return &Group{id: id, state: Empty, members: map[string]*member{}, pending: map[string]Timer{},
+	return &Group{id: id, state: Empty, members: map[string]*member{}, pending: map[string]coordinator.Timer{},
 		static: map[string]string{}, offsets: map[TopicPartition]committed{}, txnOffsets: map[int64]map[TopicPartition]committed{}}
 }
 

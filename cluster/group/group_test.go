@@ -7,23 +7,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-func TestPartitionForMatchesJava(t *testing.T) {
-	// Values of Java's String.hashCode.
-	for s, want := range map[string]int32{"": 0, "a": 97, "hello": 99162322, "polygenelubricants": -1 << 31, "größe": 98762257, "😀x": 54959989} {
-		if got := javaStringHash(s); got != want {
-			t.Errorf("hash(%q) = %d, want %d", s, got, want)
-		}
-	}
-	// abs(MinInt32) is 0 in Kafka's Utils.abs.
-	if p := PartitionFor("polygenelubricants", 50); p != 0 {
-		t.Errorf("PartitionFor(min hash) = %d, want 0", p)
-	}
-	if p := PartitionFor("hello", 50); p != 99162322%50 {
-		t.Errorf("PartitionFor(hello) = %d", p)
-	}
-}
+	"gregor/cluster/coordinator"
+)
 
 const ctxTimeout = 5 * time.Second
 
@@ -137,7 +123,7 @@ func TestJoinSyncReachesStable(t *testing.T) {
 	if gen != 1 {
 		t.Fatalf("first generation %d, want 1", gen)
 	}
-	if n := len(h.env.logs[0].recs); n != 1 {
+	if n := len(h.env.logs[0].Records()); n != 1 {
 		t.Fatalf("%d records written, want the leader's assignment only", n)
 	}
 }
@@ -298,18 +284,14 @@ func TestCommitValidation(t *testing.T) {
 		t.Fatalf("fetch after commit: %d %v", o, kerr.ErrorForCode(e))
 	}
 	// A commit whose write fails is not acknowledged and not visible.
-	h.env.logs[0].mu.Lock()
-	h.env.logs[0].failErr = kerr.NotEnoughReplicas
-	h.env.logs[0].mu.Unlock()
+	h.env.logs[0].FailAppends(kerr.NotEnoughReplicas)
 	if code := commitCode(h.c.OffsetCommit(ctx(t), commitReq("g", a, gen, map[int32]int64{0: 9}))()); code != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("commit with too few replicas: %v", kerr.ErrorForCode(code))
 	}
 	if o, _ := h.fetch("g", 0); o != 5 {
 		t.Fatalf("an unacknowledged commit is visible: %d", o)
 	}
-	h.env.logs[0].mu.Lock()
-	h.env.logs[0].failErr = nil
-	h.env.logs[0].mu.Unlock()
+	h.env.logs[0].FailAppends(nil)
 	// Simple commits on a group without members are fine.
 	mustOK(t, "simple commit", commitCode(h.c.OffsetCommit(ctx(t), commitReq("other", "", -1, map[int32]int64{1: 3}))()))
 }
@@ -317,23 +299,21 @@ func TestCommitValidation(t *testing.T) {
 func TestReloadRestoresOffsetsAndGroups(t *testing.T) {
 	h := newHarness(t, 2)
 	id := "g"
-	p := PartitionFor(id, 2)
+	p := coordinator.PartitionFor(id, 2)
 	a, b, gen := h.stableTwo(id)
 	mustOK(t, "commit", commitCode(h.c.OffsetCommit(ctx(t), commitReq(id, a, gen, map[int32]int64{0: 11, 1: 22}))()))
 	mustOK(t, "commit", commitCode(h.c.OffsetCommit(ctx(t), commitReq(id, b, gen, map[int32]int64{1: 23}))()))
 
 	// Leadership moves away: the shard unloads.
-	h.env.logs[p].setLeader(false, 0)
+	h.env.logs[p].SetLeader(false, 0)
 	h.c.Poll()
 	if _, code := h.fetch(id, 0); code != kerr.NotCoordinator.Code {
 		t.Fatalf("after losing leadership: %v", kerr.ErrorForCode(code))
 	}
 	// It comes back in a new epoch; the load is held to observe it.
 	block := make(chan struct{})
-	h.env.logs[p].mu.Lock()
-	h.env.logs[p].block = block
-	h.env.logs[p].mu.Unlock()
-	h.env.logs[p].setLeader(true, 1)
+	h.env.logs[p].BlockReplays(block)
+	h.env.logs[p].SetLeader(true, 1)
 	h.c.Poll()
 	if _, code := h.fetch(id, 0); code != kerr.CoordinatorLoadInProgress.Code {
 		t.Fatalf("while loading: %v", kerr.ErrorForCode(code))
@@ -391,7 +371,7 @@ func TestLeaveAndDeleteGroup(t *testing.T) {
 func TestNotCoordinatorWithoutLeadership(t *testing.T) {
 	h := newHarness(t, 4)
 	for i := range h.env.logs {
-		h.env.logs[i].setLeader(false, 0)
+		h.env.logs[i].SetLeader(false, 0)
 	}
 	h.c.Poll()
 	r := h.c.JoinGroup(ctx(t), "c", "h", joinReq("g", "", nil, "m"))()

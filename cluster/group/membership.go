@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/coordinator"
 )
 
 // The membership APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup. Each
@@ -160,7 +162,7 @@ type assignmentWrite struct {
 	g           *Group
 	generation  int32
 	assignments map[string][]byte
-	recs        []Record
+	recs        []coordinator.Record
 }
 
 func (s *shard) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse, chan *kmsg.SyncGroupResponse, *assignmentWrite) {
@@ -208,7 +210,7 @@ func (s *shard) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse, chan 
 	for i := range v.Members {
 		v.Members[i].Assignment = w.assignments[v.Members[i].ID]
 	}
-	w.recs = []Record{groupRecord(g.id, v)}
+	w.recs = []coordinator.Record{groupRecord(g.id, v)}
 	return nil, ch, w
 }
 

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/coordinator"
 )
 
 // OffsetDelete handles an OffsetDelete request (KIP-496), as Kafka's
@@ -39,7 +41,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 		return ready(resp)
 	}
 	subscribed := subscribedTopics(g)
-	var recs []Record
+	var recs []coordinator.Record
 	var gone []TopicPartition
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()

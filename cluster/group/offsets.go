@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/coordinator"
 )
 
 // maxMetadataBytes is offset.metadata.max.bytes.
@@ -54,7 +56,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		return ready(resp)
 	}
 	now := c.cfg.Clock.Now().UnixMilli()
-	recs := make([]Record, 0, len(ok))
+	recs := make([]coordinator.Record, 0, len(ok))
 	vals := make([]committed, 0, len(ok))
 	keys := make([]TopicPartition, 0, len(ok))
 	for _, sl := range ok {
@@ -262,7 +264,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) *kerr.Error {
 		return kerr.NonEmptyGroup
 	}
 	g.state = Dead
-	recs := []Record{groupRecord(id, nil)}
+	recs := []coordinator.Record{groupRecord(id, nil)}
 	for _, k := range sortedKeys(g.offsets) {
 		recs = append(recs, offsetRecord(id, k.Topic, k.Partition, nil))
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/coordinator"
 )
 
 // This file is the rebalance state machine. Every function here runs with
@@ -169,7 +171,7 @@ func (s *shard) completeJoin(g *Group) {
 	if len(g.members) == 0 {
 		g.state = Empty
 		g.protocol, g.leader = "", ""
-		s.writeBackground([]Record{groupRecord(g.id, g.value())})
+		s.writeBackground([]coordinator.Record{groupRecord(g.id, g.value())})
 		return
 	}
 	g.protocol = g.selectProtocol()
@@ -258,7 +260,7 @@ func (s *shard) replaceStatic(g *Group, oldID string, req *kmsg.JoinGroupRequest
 	case Stable:
 		if g.selectProtocol() == g.protocol {
 			s.resetSession(g, m)
-			s.writeBackground([]Record{groupRecord(g.id, g.value())})
+			s.writeBackground([]coordinator.Record{groupRecord(g.id, g.value())})
 			// Before v9 the old leader id is returned, so a replaced leader
 			// does not run an assignment a stable group would never
 			// distribute; v9+ (KIP-814) tells it it leads but must skip

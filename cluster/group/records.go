@@ -3,26 +3,9 @@ package group
 import (
 	"encoding/json"
 	"fmt"
+
+	"gregor/cluster/coordinator"
 )
-
-// Record is one key/value record of __consumer_offsets. A nil Value is a
-// tombstone (the group or the offset is deleted).
-type Record struct {
-	Key   []byte
-	Value []byte
-	// Txn is set on a replayed record of a transactional batch (a
-	// TxnOffsetCommit) and on a replayed transaction marker; nil otherwise.
-	Txn *TxnInfo
-}
-
-// TxnInfo is the transaction a replayed record belongs to.
-type TxnInfo struct {
-	ProducerID    int64
-	ProducerEpoch int16
-	// Marker: the record is a COMMIT (Commit) or ABORT marker, with no key
-	// or value: the producer's transaction on this partition ends here.
-	Marker, Commit bool
-}
 
 // recordKey says what a record is about. The format is gregor's own (JSON),
 // not Kafka's binary schema: only this coordinator reads it back.
@@ -75,16 +58,16 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-func offsetRecord(group, topic string, partition int32, v *offsetValue) Record {
-	r := Record{Key: mustJSON(recordKey{Kind: kindOffset, Group: group, Topic: topic, Partition: partition})}
+func offsetRecord(group, topic string, partition int32, v *offsetValue) coordinator.Record {
+	r := coordinator.Record{Key: mustJSON(recordKey{Kind: kindOffset, Group: group, Topic: topic, Partition: partition})}
 	if v != nil {
 		r.Value = mustJSON(v)
 	}
 	return r
 }
 
-func groupRecord(group string, v *groupValue) Record {
-	r := Record{Key: mustJSON(recordKey{Kind: kindGroup, Group: group})}
+func groupRecord(group string, v *groupValue) coordinator.Record {
+	r := coordinator.Record{Key: mustJSON(recordKey{Kind: kindGroup, Group: group})}
 	if v != nil {
 		r.Value = mustJSON(v)
 	}

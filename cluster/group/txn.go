@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/coordinator"
 )
 
 // TxnWrite says which transaction a TxnOffsetCommit belongs to.
@@ -22,8 +24,8 @@ type TxnWrite struct {
 // one transactional batch of the producer, checked like a produce of it
 // (epoch fencing, the transaction verified with its coordinator).
 type TxnLog interface {
-	Log
-	AppendTxn(ctx context.Context, epoch int32, w TxnWrite, recs []Record) (base int64, err *kerr.Error)
+	coordinator.Log
+	AppendTxn(ctx context.Context, epoch int32, w TxnWrite, recs []coordinator.Record) (base int64, err *kerr.Error)
 }
 
 // TxnOffsetCommit handles TxnOffsetCommit (GroupCoordinator.handleTxnCommitOffsets):
@@ -73,7 +75,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		return ready(resp)
 	}
 	now := c.cfg.Clock.Now().UnixMilli()
-	recs := make([]Record, 0, len(ok))
+	recs := make([]coordinator.Record, 0, len(ok))
 	keys := make([]TopicPartition, 0, len(ok))
 	vals := make([]committed, 0, len(ok))
 	for _, sl := range ok {
@@ -177,7 +179,7 @@ func (s *shard) validateTxnCommit(req *kmsg.TxnOffsetCommitRequest) (*Group, *ke
 // TxnOffsetCommit answers (GroupMetadataManager.maybeConvertOffsetCommitError,
 // and AddPartitionsToTxnManager's PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH
 // for a verification the coordinator refused).
-func (s *shard) writeTxn(ctx context.Context, tl TxnLog, w TxnWrite, recs []Record) (int64, *kerr.Error) {
+func (s *shard) writeTxn(ctx context.Context, tl TxnLog, w TxnWrite, recs []coordinator.Record) (int64, *kerr.Error) {
 	ctx, cancel := context.WithTimeout(ctx, s.c.cfg.WriteTimeout)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
@@ -237,10 +239,8 @@ func (g *Group) hasPendingTxnOffset(k TopicPartition) bool {
 // pending offsets in that partition's groups are materialized or dropped.
 // A shard still loading applies it after its replay.
 func (c *Coordinator) CompleteTxn(partition int32, pid int64, commit bool) {
-	c.mu.Lock()
-	s := c.shards[partition]
-	c.mu.Unlock()
-	if s == nil {
+	s, ok := c.rt.Shard(partition)
+	if !ok {
 		return // not the coordinator: the next load replays the marker
 	}
 	s.mu.Lock()

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/coordinator"
 )
 
 // A reload rebuilds transactional offsets: pending until their
@@ -14,24 +16,22 @@ import (
 func TestReloadTxnOffsets(t *testing.T) {
 	h := newHarness(t, 1)
 	l := h.env.logs[0]
-	txn := func(pid int64, part int32, off int64) Record {
+	txn := func(pid int64, part int32, off int64) coordinator.Record {
 		r := offsetRecord("tg", "t", part, &offsetValue{Offset: off, LeaderEpoch: -1})
-		r.Txn = &TxnInfo{ProducerID: pid}
+		r.Txn = &coordinator.TxnInfo{ProducerID: pid}
 		return r
 	}
-	marker := func(pid int64, commit bool) Record {
-		return Record{Txn: &TxnInfo{ProducerID: pid, Marker: true, Commit: commit}}
+	marker := func(pid int64, commit bool) coordinator.Record {
+		return coordinator.Record{Txn: &coordinator.TxnInfo{ProducerID: pid, Marker: true, Commit: commit}}
 	}
-	l.mu.Lock()
-	l.recs = append(l.recs,
+	l.Add(
 		offsetRecord("tg", "t", 0, &offsetValue{Offset: 1, LeaderEpoch: -1}),
 		txn(7, 0, 10), txn(8, 1, 20), txn(9, 2, 30),
 		marker(7, true), marker(8, false),
 	)
-	l.mu.Unlock()
-	l.setLeader(false, 0)
+	l.SetLeader(false, 0)
 	h.c.Poll()
-	l.setLeader(true, 5)
+	l.SetLeader(true, 5)
 	h.c.Poll()
 	h.waitLoaded("tg")
 	fetch := func(p int32, stable bool) (int64, *kerr.Error) {
@@ -80,18 +80,14 @@ func TestTxnOffsetCommitWriteFails(t *testing.T) {
 		e, _ := kerr.ErrorForCode(g.Topics[0].Partitions[0].ErrorCode).(*kerr.Error)
 		return e
 	}
-	l.mu.Lock()
-	l.failErr = kerr.NotEnoughReplicas
-	l.mu.Unlock()
+	l.FailAppends(kerr.NotEnoughReplicas)
 	if resp := commit(7, 10); resp.Topics[0].Partitions[0].ErrorCode == 0 {
 		t.Fatal("TxnOffsetCommit succeeded with its write failing")
 	}
 	if e := stable(); e != nil {
 		t.Fatalf("after the failed write: %v, want no pending offset", e)
 	}
-	l.mu.Lock()
-	l.failErr = nil
-	l.mu.Unlock()
+	l.FailAppends(nil)
 	if resp := commit(7, 20); resp.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("TxnOffsetCommit: %v", kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
 	}

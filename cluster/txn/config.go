@@ -6,7 +6,8 @@
 // __transaction_state partitions it leads (abs(javaHash(id)) % partitions).
 // Every such partition is a shard: its transactions' metadata, rebuilt by
 // replaying the partition when the broker becomes its leader, dropped when it
-// stops leading. A transition is written to the shard's partition acks=all
+// stops leading (the shard set is cluster/coordinator's Runtime; this
+// package is the shard). A transition is written to the shard's partition acks=all
 // before it takes effect; markers are written only once a Prepare state is
 // durable, and a new coordinator finishes every transaction it finds in a
 // Prepare state.
@@ -21,7 +22,7 @@ import (
 	"log/slog"
 	"time"
 
-	"gregor/cluster/group"
+	"gregor/cluster/coordinator"
 	"gregor/cluster/meta"
 )
 
@@ -51,7 +52,7 @@ type Config struct {
 	// (Kafka's retry of TransactionMarkerChannelManager).
 	MarkerBackoff time.Duration
 	Bugs          Bugs
-	Clock         group.Clock
+	Clock         coordinator.Clock
 	Logger        *slog.Logger
 }
 
@@ -87,7 +88,7 @@ func (c *Config) Defaults() {
 		c.MarkerBackoff = 100 * time.Millisecond
 	}
 	if c.Clock == nil {
-		c.Clock = group.RealClock{}
+		c.Clock = coordinator.RealClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"gregor/cluster/group"
+	"gregor/cluster/coordinator"
 )
 
 // Markers is one WriteTxnMarkers entry: a producer's COMMIT or ABORT for the
@@ -29,11 +28,9 @@ var ErrPartitionGone = errors.New("partition no longer exists")
 
 // Env is what the coordinator needs from its broker.
 type Env interface {
-	// Partitions is the partition count of __transaction_state, 0 while the
-	// topic does not exist.
-	Partitions() int32
-	// Log is this broker's replica of a partition, nil when it hosts none.
-	Log(partition int32) group.Log
+	// The __transaction_state topic: its partition count, 0 while it does
+	// not exist, and this broker's replicas of its partitions.
+	coordinator.Topic
 	// NewProducerID allocates a producer id unique across the cluster.
 	NewProducerID(ctx context.Context) (int64, *kerr.Error)
 	// OffsetsPartition is the __consumer_offsets partition of a group.
@@ -45,29 +42,22 @@ type Env interface {
 }
 
 // Coordinator coordinates the transactional ids of the __transaction_state
-// partitions this broker leads.
+// partitions this broker leads. The shard set, their loads and unloads are
+// the runtime's (coordinator.Runtime, Kafka's CoordinatorRuntime); a shard
+// is this package's state machine of one partition (the part of Kafka's
+// TransactionStateManager that holds one partition's metadata).
 type Coordinator struct {
 	cfg Config
 	env Env
-
-	mu sync.Mutex
-	// Invariant: a shard is present iff its Log reported leadership in the
-	// shard's epoch at the last poll.
-	shards map[int32]*shard
-	closed bool
-
-	stop chan struct{}
-	// wg counts the loops, loads and background work; all end on Close.
-	wg sync.WaitGroup
-	// bgMu guards bgClosed: no background work starts after Close.
-	bgMu     sync.Mutex
-	bgClosed bool
+	rt  *coordinator.Runtime[*shard]
 }
 
 // New returns a coordinator; Start begins watching leadership.
 func New(cfg Config, env Env) *Coordinator {
 	cfg.Defaults()
-	return &Coordinator{cfg: cfg, env: env, shards: map[int32]*shard{}, stop: make(chan struct{})}
+	c := &Coordinator{cfg: cfg, env: env}
+	c.rt = coordinator.New(coordinator.Config{Name: "transaction coordinator", PollEvery: cfg.PollEvery, Logger: cfg.Logger}, env, c.newShard)
+	return c
 }
 
 // Config is the coordinator's configuration with defaults applied.
@@ -75,145 +65,26 @@ func (c *Coordinator) Config() Config { return c.cfg }
 
 // Start polls leadership and aborts timed-out transactions until Close.
 func (c *Coordinator) Start() {
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		poll := time.NewTicker(c.cfg.PollEvery)
-		defer poll.Stop()
-		abort := time.NewTicker(c.cfg.AbortTimedOutEvery)
-		defer abort.Stop()
-		for {
-			select {
-			case <-c.stop:
-				return
-			case <-poll.C:
-				c.Poll()
-			case <-abort.C:
-				c.AbortTimedOut()
-			}
-		}
-	}()
+	c.rt.Start()
+	c.rt.Every(c.cfg.AbortTimedOutEvery, c.AbortTimedOut)
 }
 
 // Close unloads every shard and waits for the coordinator's goroutines.
-func (c *Coordinator) Close() {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.closed = true
-	close(c.stop)
-	for i, s := range c.shards {
-		s.unload()
-		delete(c.shards, i)
-	}
-	c.mu.Unlock()
-	c.bgMu.Lock()
-	c.bgClosed = true
-	c.bgMu.Unlock()
-	c.wg.Wait()
-}
+func (c *Coordinator) Close() { c.rt.Close() }
 
 // background runs f on its own goroutine unless the coordinator closed.
-func (c *Coordinator) background(f func()) {
-	c.bgMu.Lock()
-	defer c.bgMu.Unlock()
-	if c.bgClosed {
-		return
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		f()
-	}()
-}
+func (c *Coordinator) background(f func()) { c.rt.Background(f) }
 
 // Poll loads the shards this broker now leads and unloads the others
 // (onElection / onResignation).
-func (c *Coordinator) Poll() {
-	n := c.env.Partitions()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	for i := int32(0); i < n; i++ {
-		var epoch int32
-		lead := false
-		l := c.env.Log(i)
-		if l != nil {
-			epoch, lead = l.LeaderEpoch()
-		}
-		s := c.shards[i]
-		if s != nil && (!lead || s.epoch != epoch) {
-			c.cfg.Logger.Info("resigned as transaction coordinator", "partition", i, "coordinator_epoch", s.epoch)
-			s.unload()
-			delete(c.shards, i)
-			s = nil
-		}
-		if lead && s == nil {
-			s = newShard(c, i, epoch, l)
-			c.shards[i] = s
-			c.cfg.Logger.Info("elected transaction coordinator", "partition", i, "coordinator_epoch", epoch)
-			c.background(s.load)
-		}
-	}
-	for i, s := range c.shards {
-		if i >= n {
-			s.unload()
-			delete(c.shards, i)
-		}
-	}
-}
-
-// PartitionFor is the __transaction_state partition of a transactional id:
-// Kafka's Utils.abs(transactionalId.hashCode) % partitions.
-func PartitionFor(id string, partitions int32) int32 { return group.PartitionFor(id, partitions) }
+func (c *Coordinator) Poll() { c.rt.Poll() }
 
 // shardFor finds the loaded shard of a transactional id, or the error a
 // client should get.
-func (c *Coordinator) shardFor(id string) (*shard, *kerr.Error) {
-	n := c.env.Partitions()
-	if n <= 0 {
-		return nil, kerr.CoordinatorNotAvailable
-	}
-	c.mu.Lock()
-	s := c.shards[PartitionFor(id, n)]
-	closed := c.closed
-	c.mu.Unlock()
-	switch {
-	case closed:
-		return nil, kerr.CoordinatorNotAvailable
-	case s == nil:
-		return nil, kerr.NotCoordinator
-	}
-	s.mu.Lock()
-	defer s.unlock()
-	switch {
-	case s.unloaded:
-		return nil, kerr.NotCoordinator
-	case s.loading:
-		return nil, kerr.CoordinatorLoadInProgress
-	}
-	return s, nil
-}
+func (c *Coordinator) shardFor(id string) (*shard, *kerr.Error) { return c.rt.ShardFor(id) }
 
 // loadedShards returns the shards that serve requests.
-func (c *Coordinator) loadedShards() (out []*shard, loading bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, s := range c.shards {
-		s.mu.Lock()
-		if s.loading {
-			loading = true
-		} else if !s.unloaded {
-			out = append(out, s)
-		}
-		s.unlock()
-	}
-	return out, loading
-}
+func (c *Coordinator) loadedShards() ([]*shard, bool) { return c.rt.Loaded() }
 
 // shard is the transactions of one __transaction_state partition this
 // broker leads in one leader epoch (the coordinator epoch).
@@ -221,9 +92,8 @@ type shard struct {
 	c         *Coordinator
 	partition int32
 	epoch     int32
-	log       group.Log
+	log       coordinator.Log
 	ctx       context.Context // ends at unload: writes and markers stop
-	cancel    context.CancelFunc
 
 	mu sync.Mutex
 	// loading: the partition is being replayed (COORDINATOR_LOAD_IN_PROGRESS);
@@ -233,9 +103,16 @@ type shard struct {
 	txns              map[string]*Meta
 }
 
-func newShard(c *Coordinator, partition, epoch int32, l group.Log) *shard {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &shard{c: c, partition: partition, epoch: epoch, log: l, ctx: ctx, cancel: cancel, loading: true, txns: map[string]*Meta{}}
+// newShard is the coordinator.NewShard of this coordinator.
+func (c *Coordinator) newShard(ctx context.Context, partition, epoch int32, l coordinator.Log) *shard {
+	return &shard{c: c, partition: partition, epoch: epoch, log: l, ctx: ctx, loading: true, txns: map[string]*Meta{}}
+}
+
+// State implements coordinator.Shard.
+func (s *shard) State() coordinator.State {
+	s.mu.Lock()
+	defer s.unlock()
+	return coordinator.StateOf(s.loading, s.unloaded)
 }
 
 func (s *shard) nowMs() int64 { return s.c.cfg.Clock.Now().UnixMilli() }
@@ -254,16 +131,17 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// load replays the partition (loadTransactionsForTxnTopicPartition): the
+// Load implements coordinator.Shard: it replays the partition
+// (loadTransactionsForTxnTopicPartition): the
 // last transit written for each id is its state; transactions found in a
 // Prepare state are completed, their markers written anew. Records past
 // the HW are replayed too: this broker leads, its log is the one that will
 // be committed.
-func (s *shard) load() {
+func (s *shard) Load() {
 	start := s.c.cfg.Clock.Now()
 	last := map[string]*Transit{}
 	n := 0
-	err := s.log.Replay(s.ctx, func(_ int64, r group.Record) {
+	err := s.log.Replay(s.ctx, func(_ int64, r coordinator.Record) {
 		n++
 		var k recordKey
 		if r.Txn != nil || json.Unmarshal(r.Key, &k) != nil || k.ID == "" {
@@ -305,9 +183,9 @@ func (s *shard) load() {
 	}
 }
 
-// unload drops every transaction: writes and markers in flight stop.
-func (s *shard) unload() {
-	s.cancel()
+// Unload implements coordinator.Shard: it drops every transaction; writes
+// and markers in flight stop (their context has ended).
+func (s *shard) Unload() {
 	s.mu.Lock()
 	defer s.unlock()
 	s.unloaded = true
@@ -323,8 +201,8 @@ func (s *shard) write(ctx context.Context, m *Meta, t Transit, keep bool) *kerr.
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	rec := group.Record{Key: mustJSON(recordKey{ID: m.ID}), Value: mustJSON(&t)}
-	_, e := s.log.Append(ctx, s.epoch, []group.Record{rec})
+	rec := coordinator.Record{Key: mustJSON(recordKey{ID: m.ID}), Value: mustJSON(&t)}
+	_, e := s.log.Append(ctx, s.epoch, []coordinator.Record{rec})
 	switch e {
 	case nil:
 	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:

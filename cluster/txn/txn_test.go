@@ -12,54 +12,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"gregor/cluster/group"
+	"gregor/cluster/coordinator"
+	"gregor/cluster/coordinator/coordinatortest"
 )
 
-// memLog is an in-memory __transaction_state partition.
-type memLog struct {
-	mu     sync.Mutex
-	leader bool
-	epoch  int32
-	recs   []group.Record
-	fail   *kerr.Error
-}
-
-func (l *memLog) LeaderEpoch() (int32, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.epoch, l.leader
-}
-
-func (l *memLog) Append(_ context.Context, epoch int32, recs []group.Record) (int64, *kerr.Error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.leader || epoch != l.epoch {
-		return 0, kerr.NotLeaderForPartition
-	}
-	if l.fail != nil {
-		return 0, l.fail
-	}
-	base := int64(len(l.recs))
-	l.recs = append(l.recs, recs...)
-	return base, nil
-}
-
-func (l *memLog) Replay(_ context.Context, fn func(int64, group.Record)) error {
-	l.mu.Lock()
-	recs := slices.Clone(l.recs)
-	l.mu.Unlock()
-	for i, r := range recs {
-		fn(int64(i), r)
-	}
-	return nil
-}
-
-// states lists the states written for id, in order.
-func (l *memLog) states(id string) []State {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// states lists the states written for id in l, in order.
+func states(l *coordinatortest.MemLog, id string) []State {
 	var out []State
-	for _, r := range l.recs {
+	for _, r := range l.Records() {
 		var k recordKey
 		var t Transit
 		if json.Unmarshal(r.Key, &k) == nil && k.ID == id && json.Unmarshal(r.Value, &t) == nil {
@@ -71,14 +31,14 @@ func (l *memLog) states(id string) []State {
 
 type memEnv struct {
 	mu      sync.Mutex
-	log     *memLog
+	log     *coordinatortest.MemLog
 	nextPID int64
 	markers []Markers
 	refuse  map[TopicPartition]error // markers to these partitions fail
 }
 
 func (e *memEnv) Partitions() int32 { return 1 }
-func (e *memEnv) Log(int32) group.Log {
+func (e *memEnv) Log(int32) coordinator.Log {
 	return e.log
 }
 func (e *memEnv) NewProducerID(context.Context) (int64, *kerr.Error) {
@@ -88,7 +48,7 @@ func (e *memEnv) NewProducerID(context.Context) (int64, *kerr.Error) {
 	return e.nextPID, nil
 }
 func (e *memEnv) OffsetsPartition(g string) (TopicPartition, *kerr.Error) {
-	return TopicPartition{"__consumer_offsets", group.PartitionFor(g, 8)}, nil
+	return TopicPartition{"__consumer_offsets", coordinator.PartitionFor(g, 8)}, nil
 }
 func (e *memEnv) WriteMarkers(_ context.Context, m Markers) map[TopicPartition]error {
 	e.mu.Lock()
@@ -129,7 +89,7 @@ func (c *clock) advance(d time.Duration) {
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 }
-func (c *clock) AfterFunc(d time.Duration, f func()) group.Timer { return time.AfterFunc(d, f) }
+func (c *clock) AfterFunc(d time.Duration, f func()) coordinator.Timer { return time.AfterFunc(d, f) }
 
 type harness struct {
 	t     *testing.T
@@ -138,9 +98,9 @@ type harness struct {
 	c     *Coordinator
 }
 
-func newHarness(t *testing.T, version int16, l *memLog) *harness {
+func newHarness(t *testing.T, version int16, l *coordinatortest.MemLog) *harness {
 	if l == nil {
-		l = &memLog{leader: true, epoch: 1}
+		l = coordinatortest.NewMemLog(1)
 	}
 	h := &harness{t: t, env: &memEnv{log: l, nextPID: 100, refuse: map[TopicPartition]error{}}, clock: &clock{now: time.Unix(1_000_000, 0)}}
 	h.c = New(Config{Partitions: 1, Version: version, MarkerBackoff: time.Millisecond, AbortTimedOutEvery: time.Hour,
@@ -221,7 +181,7 @@ func TestCommitWritesPrepareThenMarkersThenComplete(t *testing.T) {
 			t.Fatalf("tv%d: EndTxn answered %d/%d, want %d/%d", tv, gotPid, gotEpoch, pid, wantEpoch)
 		}
 		h.waitFor("CompleteCommit", func() bool { return h.state("t") == CompleteCommit })
-		if got := h.env.log.states("t"); !slices.Equal(got, []State{Empty, Ongoing, PrepareCommit, CompleteCommit}) {
+		if got := states(h.env.log, "t"); !slices.Equal(got, []State{Empty, Ongoing, PrepareCommit, CompleteCommit}) {
 			t.Fatalf("tv%d: states written %v", tv, got)
 		}
 		ms := h.env.written()
@@ -244,9 +204,7 @@ func TestNoMarkerBeforePrepareIsDurable(t *testing.T) {
 	if e := h.c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{tpA}); e != nil {
 		t.Fatal(e)
 	}
-	h.env.log.mu.Lock()
-	h.env.log.fail = kerr.NotEnoughReplicas
-	h.env.log.mu.Unlock()
+	h.env.log.FailAppends(kerr.NotEnoughReplicas)
 	if _, _, e := h.c.EndTxn(ctx, "t", pid, epoch, true, 1); e != kerr.CoordinatorNotAvailable {
 		t.Fatalf("EndTxn with the log unavailable: %v, want COORDINATOR_NOT_AVAILABLE", e)
 	}
@@ -342,10 +300,10 @@ func TestLateEndTxn(t *testing.T) {
 
 // A coordinator that loads a Prepare state finishes the transaction.
 func TestLoadCompletesPrepared(t *testing.T) {
-	l := &memLog{leader: true, epoch: 7}
+	l := coordinatortest.NewMemLog(7)
 	t0 := Transit{ProducerID: 5, PrevProducerID: 5, NextProducerID: -1, Epoch: 3, LastEpoch: -1, TimeoutMs: 60000, State: PrepareCommit,
 		Partitions: []TopicPartition{tpA, tpB}, StartMs: 1, UpdateMs: 2}
-	l.recs = append(l.recs, group.Record{Key: mustJSON(recordKey{ID: "t"}), Value: mustJSON(&t0)})
+	l.Add(coordinator.Record{Key: mustJSON(recordKey{ID: "t"}), Value: mustJSON(&t0)})
 	h := newHarness(t, 1, l)
 	h.waitFor("CompleteCommit", func() bool { return h.state("t") == CompleteCommit })
 	ms := h.env.written()
