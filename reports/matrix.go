@@ -293,6 +293,10 @@ type matrixCellView struct {
 type matrixRow struct {
 	Config string
 	Cells  []*matrixCellView // one per nemesis column (nil: not run)
+	// Forbidden counts the row's finished runs that showed an anomaly its
+	// theory forbids: on a correct cluster every run is a control of the
+	// row's theory, so this is its false-alarm rate (issue 28).
+	Forbidden stats.Rate
 }
 
 type matrixView struct {
@@ -303,7 +307,10 @@ type matrixView struct {
 	Failed   int
 	Crashed  int
 	Findings int
-	Legend   legend
+	// Forbidden is every row's Forbidden summed: the matrix's false-alarm
+	// rate when the cluster is correct.
+	Forbidden stats.Rate
+	Legend    legend
 	// Validation is set for `gregor validate`'s report.
 	Validation *Validation
 }
@@ -338,6 +345,14 @@ func writeIndex(w io.Writer, title string, cells []Cell, val *Validation) error 
 			v.Crashed++
 		case "false":
 			v.Failed++
+		}
+		if c.Valid != "crashed" {
+			v.Rows[ri].Forbidden.N++
+			v.Forbidden.N++
+			if c.Valid == "false" {
+				v.Rows[ri].Forbidden.K++
+				v.Forbidden.K++
+			}
 		}
 		if len(c.Allowed) > 0 {
 			v.Findings++

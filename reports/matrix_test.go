@@ -43,7 +43,10 @@ func TestMatrixReportInBrowser(t *testing.T) {
 			t.Fatalf("no %s cell", cls)
 		}
 	}
-	mustContain(t, dom, "lost acks: <b>12</b>", "4 runs: 1 with forbidden anomalies, 1 crashed, 1 demonstrating", "&lt;b&gt;x&lt;/b&gt;")
+	mustContain(t, dom, "lost acks: <b>12</b>", "4 runs: 1 with forbidden anomalies, 1 crashed, 1 demonstrating", "&lt;b&gt;x&lt;/b&gt;",
+		// Every finished run is a control of its row's theory: 1 of the 3
+		// finished runs failed, in the min ISR 2 row's 2.
+		"forbidden anomalies in <b>1 of 3</b> finished runs", `<div class="controls fail">forbidden: <b>1/2</b> runs`, `<div class="controls">forbidden: <b>0/1</b> runs`, `<b>0/0</b> runs`)
 	// A forbidden anomaly is marked in its red (badge and border) on top
 	// of the cell's rate colour.
 	if n := colours(shot, color.RGBA{0xd7, 0x00, 0x1f, 0xff}); n < 200 {
