@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"gregor/checker/checkertest"
 	"gregor/history"
 )
 
@@ -17,7 +18,7 @@ func benchHistory(keys int) []history.Op {
 	if h, ok := benchHistories[keys]; ok {
 		return h
 	}
-	h := Generate(GenOptions{Seed: 42, Ops: 1_000_000, Keys: keys, Producers: 8, Consumers: 4,
+	h := checkertest.Generate(checkertest.GenOptions{Seed: 42, Ops: 1_000_000, Keys: keys, Producers: 8, Consumers: 4,
 		FailRate: 0.02, InfoRate: 0.02, NemesisEvery: 20000})
 	benchHistories[keys] = h
 	return h
@@ -74,7 +75,7 @@ func TestAllocationsGrowLinearly(t *testing.T) {
 		t.Skip("allocates a few hundred MB")
 	}
 	alloc := func(n int) float64 {
-		ops := Generate(GenOptions{Seed: 9, Ops: n, Keys: 4, Producers: 6, Consumers: 3, InfoRate: 0.03, FailRate: 0.03})
+		ops := checkertest.Generate(checkertest.GenOptions{Seed: 9, Ops: n, Keys: 4, Producers: 6, Consumers: 3, InfoRate: 0.03, FailRate: 0.03})
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -97,7 +98,7 @@ var benchTxn []history.Op
 
 func txnBenchHistory() []history.Op {
 	if benchTxn == nil {
-		benchTxn = GenerateTxn(TxnGenOptions{Seed: 42, Ops: 1_000_000, Keys: 8, Producers: 4, Consumers: 2, AbortRate: 0.2, InfoRate: 0.02, MaxMops: 4})
+		benchTxn = checkertest.GenerateTxn(checkertest.TxnGenOptions{Seed: 42, Ops: 1_000_000, Keys: 8, Producers: 4, Consumers: 2, AbortRate: 0.2, InfoRate: 0.02, MaxMops: 4})
 	}
 	return benchTxn
 }
@@ -137,7 +138,7 @@ func cpuTime() time.Duration {
 // anomaly, every kind of transaction outcome, aborted records read by the
 // control only.
 func TestGeneratedTxnHistoryIsValid(t *testing.T) {
-	ops := GenerateTxn(TxnGenOptions{Seed: 3, Ops: 20_000, Keys: 6, Producers: 3, Consumers: 2, AbortRate: 0.2, InfoRate: 0.05, MaxMops: 4})
+	ops := checkertest.GenerateTxn(checkertest.TxnGenOptions{Seed: 3, Ops: 20_000, Keys: 6, Producers: 3, Consumers: 2, AbortRate: 0.2, InfoRate: 0.05, MaxMops: 4})
 	res, err := Check(ops, nil, Options{})
 	if err != nil || res.Valid != ValidTrue || len(res.Counts) != 0 {
 		t.Fatalf("valid %v err %v counts %v", res.Valid, err, res.Counts)
@@ -155,7 +156,7 @@ func TestTxnAllocationsGrowLinearly(t *testing.T) {
 		t.Skip("allocates a few hundred MB")
 	}
 	alloc := func(n int) float64 {
-		ops := GenerateTxn(TxnGenOptions{Seed: 9, Ops: n, Keys: 6, Producers: 3, Consumers: 2, AbortRate: 0.2, InfoRate: 0.02, MaxMops: 4})
+		ops := checkertest.GenerateTxn(checkertest.TxnGenOptions{Seed: 9, Ops: n, Keys: 6, Producers: 3, Consumers: 2, AbortRate: 0.2, InfoRate: 0.02, MaxMops: 4})
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)

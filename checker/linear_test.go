@@ -3,6 +3,7 @@ package checker
 import (
 	"testing"
 
+	"gregor/checker/checkertest"
 	"gregor/history"
 )
 
@@ -87,7 +88,7 @@ func TestGapNeedsAnIndeterminateSend(t *testing.T) {
 // A time budget that runs out makes the key unknown and the result unknown,
 // never a pass.
 func TestTimeoutIsUnknown(t *testing.T) {
-	ops := Generate(GenOptions{Seed: 3, Ops: 20000, Keys: 1, Producers: 4, Consumers: 2})
+	ops := checkertest.Generate(checkertest.GenOptions{Seed: 3, Ops: 20000, Keys: 1, Producers: 4, Consumers: 2})
 	res, err := Check(ops, nil, Options{KeyTimeout: 1}) // 1ns
 	if err != nil {
 		t.Fatal(err)

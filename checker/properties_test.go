@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gregor/checker/checkertest"
 	"gregor/history"
 )
 
@@ -17,10 +18,10 @@ func TestPropertyCorrectLogPassesAndLossIsCaught(t *testing.T) {
 	}
 	for seed := uint64(1); seed <= uint64(runs); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		opts := GenOptions{Seed: seed, Ops: 200 + rng.IntN(2000), Keys: 1 + rng.IntN(4),
+		opts := checkertest.GenOptions{Seed: seed, Ops: 200 + rng.IntN(2000), Keys: 1 + rng.IntN(4),
 			Producers: 1 + rng.IntN(6), Consumers: 1 + rng.IntN(3),
 			FailRate: rng.Float64() * 0.3, InfoRate: rng.Float64() * 0.3, NemesisEvery: 100 + rng.IntN(200)}
-		ops := Generate(opts)
+		ops := checkertest.Generate(opts)
 		res, err := Check(ops, nil, Options{Window: 1 + rng.IntN(64)})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
@@ -28,12 +29,12 @@ func TestPropertyCorrectLogPassesAndLossIsCaught(t *testing.T) {
 		if res.Valid != ValidTrue {
 			t.Fatalf("seed %d %+v: correct log judged %v: %v\n%s", seed, opts, res.Valid, res.Counts, res.JSON())
 		}
-		acked := AckedSends(ops)
+		acked := checkertest.AckedSends(ops)
 		if len(acked) == 0 {
 			continue
 		}
 		victim := acked[rng.IntN(len(acked))]
-		lossy := RemoveFromReads(ops, victim[0].(string), victim[1].(int64))
+		lossy := checkertest.RemoveFromReads(ops, victim[0].(string), victim[1].(int64))
 		res, err = Check(lossy, nil, Options{})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
@@ -56,7 +57,7 @@ func TestWindowsAgreeWithWholeHistory(t *testing.T) {
 	illegal, legal := 0, 0
 	for seed := uint64(1); seed <= 300; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 11))
-		ops := Generate(GenOptions{Seed: seed, Ops: 60 + rng.IntN(120), Keys: 1, Producers: 1 + rng.IntN(4),
+		ops := checkertest.Generate(checkertest.GenOptions{Seed: seed, Ops: 60 + rng.IntN(120), Keys: 1, Producers: 1 + rng.IntN(4),
 			Consumers: 1 + rng.IntN(2), InfoRate: rng.Float64() * 0.2, FailRate: 0.1})
 		perturb(ops, rng)
 		whole := linStatus(t, ops, 1<<30)

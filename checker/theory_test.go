@@ -61,6 +61,12 @@ func TestTheoryTable(t *testing.T) {
 		{"acks=all min ISR 1, lazyfs power loss on one node", with(func(c *history.Config) {
 			c.MinISR, c.Nemeses, c.LazyFS, c.Fsync, c.NemesisTarget = 1, []string{"power-loss"}, true, "never", "random"
 		}), union(loss, commitLoss, readLoss), "min.insync.replicas=1"},
+		{"RF 1 (so min ISR 1), lazyfs power loss", with(func(c *history.Config) {
+			c.RF, c.MinISR, c.Nemeses, c.LazyFS, c.Fsync, c.NemesisTarget = 1, 1, []string{"power-loss"}, true, "never", "random"
+		}), union(loss, commitLoss, readLoss), "min.insync.replicas=1"},
+		{"min ISR not recorded (0, read as 1), lazyfs power loss", with(func(c *history.Config) {
+			c.MinISR, c.Nemeses, c.LazyFS, c.Fsync, c.NemesisTarget = 0, []string{"power-loss"}, true, "never", "random"
+		}), union(loss, commitLoss, readLoss), "min.insync.replicas=1"},
 		{"unclean under kill", with(func(c *history.Config) { c.Unclean = true }), union(loss, readLoss, commitLoss), "unclean"},
 		{"unclean, min ISR 1 under strand-leader", with(func(c *history.Config) { c.Unclean, c.MinISR, c.Nemeses = true, 1, []string{"strand-leader"} }),
 			union(loss, readLoss, commitLoss), "unclean"},
@@ -192,4 +198,18 @@ func TestTheoryComposedPowerCuts(t *testing.T) {
 			t.Errorf("%s: inconsistent-offsets allowed %v, want %v", name, a[InconsistentOffsets], powerCut)
 		}
 	}
+}
+
+// A min ISR above RF never reaches the theory (history.Config.Normalize
+// refuses it, gregor run too): one that does is a bug, asserted, not
+// clamped to RF.
+func TestTheoryAssertsMinISRAtMostRF(t *testing.T) {
+	defer func() {
+		if r, _ := recover().(string); !strings.Contains(r, "min ISR 3 > RF 2") {
+			t.Fatalf("recovered %q, want the broken invariant named", r)
+		}
+	}()
+	c := golden()
+	c.MinISR, c.RF = 3, 2
+	Expect(&c)
 }

@@ -126,6 +126,11 @@ func TestAdminAPIs(t *testing.T) {
 		if bresp, err := adm.AlterBrokerConfigs(ctx, set("num.io.threads", "4")); err != nil || !errors.Is(bresp[0].Err, kerr.InvalidConfig) {
 			t.Fatalf("a broker config this cluster cannot change answered %v %+v", err, bresp)
 		}
+		// The broker default of min ISR is validated where it enters, as a
+		// topic's is: no replica ever sees one below 1.
+		if bresp, err := adm.AlterBrokerConfigs(ctx, set("min.insync.replicas", "0")); err != nil || !errors.Is(bresp[0].Err, kerr.InvalidConfig) {
+			t.Fatalf("min.insync.replicas=0 as the cluster default answered %v %+v", err, bresp)
+		}
 		// A broker's own resource also describes its read-only
 		// replica.lag.time.max.ms (the harness reads it back from a
 		// cluster it attaches to), from the command line, not alterable.

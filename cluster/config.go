@@ -7,9 +7,11 @@ package cluster
 import (
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"gregor/cluster/group"
+	"gregor/cluster/meta"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
@@ -28,8 +30,13 @@ type Config struct {
 	AutoCreateTopics  bool  // auto.create.topics.enable
 	DefaultPartitions int32 // num.partitions
 	DefaultRF         int16 // default.replication.factor
-	MinISR            int   // min.insync.replicas (broker default)
-	Unclean           bool  // unclean.leader.election.enable (broker default)
+	// MinISR is min.insync.replicas, the broker default (a topic's own
+	// config overrides it); 0 takes Kafka's default, 1. Validate refuses
+	// anything below by the config table's rule (meta.CheckTopicConfig):
+	// past Validate it is at least 1, and the replicas assert it
+	// (replica.Partition.Update).
+	MinISR  int
+	Unclean bool // unclean.leader.election.enable (broker default)
 
 	Storage storage.Options
 
@@ -96,8 +103,8 @@ func (c *Config) Defaults() {
 	if c.DefaultRF <= 0 {
 		c.DefaultRF = 1
 	}
-	if c.MinISR <= 0 {
-		c.MinISR = 1
+	if c.MinISR == 0 {
+		c.MinISR = 1 // Kafka's default
 	}
 	if c.ReplicaLagMax <= 0 {
 		c.ReplicaLagMax = 30 * time.Second
@@ -156,6 +163,11 @@ func (c *Config) Validate() error {
 	}
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return fmt.Errorf("heartbeat interval %v >= session timeout %v: every broker would be fenced; lower --heartbeat-interval", c.HeartbeatInterval, c.SessionTimeout)
+	}
+	// The broker default passes the rule of meta's config table, the one a
+	// topic's value (CreateTopics, AlterConfigs) and a dynamic default pass.
+	if err := meta.CheckTopicConfig(meta.ConfigMinISR, strconv.Itoa(c.MinISR)); err != nil {
+		return fmt.Errorf("--min-isr %d: %w", c.MinISR, err)
 	}
 	if c.MinISR > int(c.DefaultRF) && c.DefaultRF > 0 && c.AutoCreateTopics {
 		return fmt.Errorf("min.insync.replicas %d > default replication factor %d: auto-created topics could never take acks=all writes; lower --min-isr or raise --default-rf", c.MinISR, c.DefaultRF)

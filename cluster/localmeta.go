@@ -14,6 +14,7 @@ import (
 
 	"gregor/cluster/meta"
 	"gregor/cluster/wire"
+	"gregor/internal/atomicfile"
 )
 
 // localMeta is the metadata of a single-broker cluster: this broker is the
@@ -90,7 +91,7 @@ func (m *localMeta) persist() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(m.path, b)
+	return atomicfile.WriteFile(m.path, b, 0o644)
 }
 
 // next publishes a modified copy of the image.
@@ -159,26 +160,4 @@ func (m *localMeta) delete(name string) (*kerr.Error, string) {
 		return kerr.KafkaStorageError, err.Error()
 	}
 	return nil, ""
-}
-
-// writeFileAtomic writes via a temporary file, fsync and rename, so a crash
-// leaves either the old or the new content.
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

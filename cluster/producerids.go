@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"gregor/internal/atomicfile"
 )
 
 // producerIDBlock is how many ids are reserved on disk at a time: a restart
@@ -24,7 +26,7 @@ type producerIDs struct {
 	// hold by construction and are not checked: open refuses a negative
 	// block, allocate reserves a new block before next would pass limit,
 	// and only a crash could show whether a write was durable
-	// (writeFileAtomic's fsync is what promises it).
+	// (atomicfile's fsync is what promises it).
 	next, limit int64
 }
 
@@ -53,7 +55,7 @@ func (p *producerIDs) allocate() (int64, error) {
 	defer p.mu.Unlock()
 	if p.next >= p.limit {
 		limit := p.limit + producerIDBlock
-		if err := writeFileAtomic(p.path, []byte(strconv.FormatInt(limit, 10))); err != nil {
+		if err := atomicfile.WriteFile(p.path, []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
 			return 0, err
 		}
 		p.next, p.limit = p.limit, limit

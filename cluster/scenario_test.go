@@ -43,7 +43,7 @@ import (
 //	wait leader topic=T (is=A | not=A) [within=D]
 //	wait following node=Y leader=X topic=T [within=D]
 //	wait caught-up topic=T nodes=(X,Y) leo=N [within=D]
-//	wait metrics node=A [under-replicated=N] [leader-count=N] [isr-shrinks-min=N] [within=D]
+//	wait metrics node=A [under-replicated=N] [under-min-isr=N] [leader-count=N] [isr-shrinks-min=N] [within=D]
 //	catch-stale-hw topic=T follower=Y cut-from=(A,X) [attempts=N]
 //	offsets node=A topic=T    prints start, HW and LEO
 //	read topic=T [save=S]    prints every record of partition 0, in order (or saves them)
@@ -350,6 +350,7 @@ func (s *scenario) waitMetrics(t testing.TB, d *datadriven.TestData, within time
 	var desc []string
 	for _, a := range []struct{ arg, metric string }{
 		{"under-replicated", "kafka_server_replicamanager_underreplicatedpartitions"},
+		{"under-min-isr", "kafka_server_replicamanager_underminisrpartitioncount"},
 		{"leader-count", "kafka_server_replicamanager_leadercount"},
 		{"isr-shrinks-min", "kafka_server_replicamanager_isrshrinks_total"},
 	} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"gregor/history"
 	"gregor/runtime"
 )
 
@@ -32,7 +33,7 @@ type standingDelay struct {
 
 // TakeCommands passes the wrapped cluster's fault commands on
 // (runtime.CommandRecorder), so a standing delay does not hide them.
-func (s standingDelay) TakeCommands() []runtime.CommandResult {
+func (s standingDelay) TakeCommands() []history.NemesisCommand {
 	if cr, ok := s.Cluster.(runtime.CommandRecorder); ok {
 		return cr.TakeCommands()
 	}

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
@@ -57,11 +56,10 @@ func TestReassignAcksAllMinISR2LosesNothing(t *testing.T) {
 		if op.Process != history.Nemesis {
 			continue
 		}
-		var v struct {
-			Nodes []int32 `json:"nodes"`
-			Note  string  `json:"note"`
+		v, err := history.ParseNemesis(&op)
+		if err != nil {
+			t.Fatal(err)
 		}
-		json.Unmarshal(op.Raw, &v)
 		switch op.F {
 		case history.NemesisReassign:
 			if op.Error != "" {

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -308,10 +307,8 @@ func overruns(sched nemesis.Schedule, ops []history.Op) map[uint64]time.Duration
 		if op.Process != history.Nemesis {
 			continue
 		}
-		var v struct {
-			Step *int `json:"step"`
-		}
-		if json.Unmarshal(op.Raw, &v) != nil || v.Step == nil || *v.Step < 0 || *v.Step >= len(sched) {
+		v, err := history.ParseNemesis(&op)
+		if err != nil || v.Step == nil || *v.Step < 0 || *v.Step >= len(sched) {
 			continue
 		}
 		i := *v.Step

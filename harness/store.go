@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gregor/history"
+	"gregor/internal/atomicfile"
 	"gregor/runtime"
 )
 
@@ -40,28 +41,10 @@ func storeErr(path string, err error) error {
 	return &StoreError{Path: path, Err: err}
 }
 
-// writeFileAtomic writes path through a temporary file renamed over it, so
-// that a full disk leaves the old file (or none), never half a new one.
+// writeFileAtomic replaces path whole (internal/atomicfile), so that a full
+// disk or a crash leaves the old file (or none), never half a new one.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return storeErr(path, err)
-	}
-	err = write(tmp)
-	if serr := tmp.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return storeErr(path, err)
-	}
-	return nil
+	return storeErr(path, atomicfile.Write(path, 0o644, write))
 }
 
 // runDir is one run's directory (history.RunDir names its files) and its

@@ -202,6 +202,22 @@ func TestConfigAcksNormalized(t *testing.T) {
 	}
 }
 
+// min_isr above rf is refused where a test.json is read, naming the fix (the
+// checker's theory reasons on it as recorded: no clamp); 0 (not recorded)
+// and an unknown rf (0) are read as they are.
+func TestConfigMinISRAtMostRF(t *testing.T) {
+	for _, tc := range []struct {
+		minISR, rf int
+		ok         bool
+	}{{2, 3, true}, {3, 3, true}, {1, 1, true}, {0, 3, true}, {2, 0, true}, {3, 2, false}, {2, 1, false}} {
+		c := Config{Acks: "all", MinISR: tc.minISR, RF: tc.rf}
+		err := c.Normalize()
+		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "lower min_isr") {
+			t.Errorf("min_isr %d, rf %d: %v", tc.minISR, tc.rf, err)
+		}
+	}
+}
+
 // A group run's test.json names its commit mode: the auto-commits only with
 // auto_commit, the manual commits only without, "" either way (a run before
 // auto and auto-greedy existed, or no commits). What the group workload

@@ -130,6 +130,19 @@ func (c *Config) Normalize() error {
 	if c.MinISR < 0 || c.RF < 0 || c.Partitions < 0 || c.Nodes < 0 || c.MaxInFlight < 0 {
 		return fmt.Errorf("config: negative count")
 	}
+	if err := c.checkMinISR(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+// checkMinISR: min_isr is at most rf (when both are known). A run cannot
+// record more (gregor run refuses --min-isr above --rf: no acks=all write
+// could succeed), and the checker's theory reasons on it as recorded.
+func (c *Config) checkMinISR() error {
+	if c.RF > 0 && c.MinISR > c.RF {
+		return fmt.Errorf("min_isr %d > rf %d: no acks=all write could succeed, and no run records it; lower min_isr to at most %d", c.MinISR, c.RF, c.RF)
+	}
 	return nil
 }
 

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"gregor/checker"
+	"gregor/checker/checkertest"
 	"gregor/history"
 )
 
 // Every generated history survives encode -> decode unchanged.
 func TestRoundTripGenerated(t *testing.T) {
-	ops := checker.Generate(checker.GenOptions{Seed: 5, Ops: 5000, Keys: 3, Producers: 3, Consumers: 2,
+	ops := checkertest.Generate(checkertest.GenOptions{Seed: 5, Ops: 5000, Keys: 3, Producers: 3, Consumers: 2,
 		FailRate: 0.1, InfoRate: 0.1, NemesisEvery: 300})
 	var buf bytes.Buffer
 	w := history.NewWriter(&buf, time.Hour) // Close must flush what the timer has not

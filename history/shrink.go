@@ -91,10 +91,8 @@ func FaultsInForce(ops []Op) time.Duration {
 		if op.F == VerbHealAll && healAll < 0 {
 			healAll = op.Time
 		}
-		var v struct {
-			Step *int `json:"step"`
-		}
-		if json.Unmarshal(op.Raw, &v) != nil || v.Step == nil {
+		v, err := ParseNemesis(&op)
+		if err != nil || v.Step == nil {
 			continue
 		}
 		sp, ok := steps[*v.Step]

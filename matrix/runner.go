@@ -19,6 +19,7 @@ import (
 	"gregor/checker"
 	"gregor/harness"
 	"gregor/history"
+	"gregor/internal/atomicfile"
 	"gregor/reports"
 )
 
@@ -91,12 +92,8 @@ func (r *Runner) record(c Cell, out reports.Cell) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(r.cellDir(c), cellRecordFile)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	// Resume trusts the record: durable as the store's files are.
+	return atomicfile.WriteFile(filepath.Join(r.cellDir(c), cellRecordFile), append(b, '\n'), 0o644)
 }
 
 // cellTimeout bounds one cell: its fault phase three times over plus boot,

@@ -72,7 +72,7 @@ func (r *Runner) brokerAddr(id int32) (string, error) {
 // link runs a client-link step: it records the start with the broker, the
 // processes and the connections hit, holds, undoes, and records the end
 // (a delay-client's end says how many bytes came late).
-func (r *Runner) link(ctx context.Context, st Step, v opValue) {
+func (r *Runner) link(ctx context.Context, st Step, v history.NemesisValue) {
 	kind := string(st.Kind)
 	if r.Links == nil {
 		r.write(kind, v, errors.New("the workload's clients do not dial through client links"))

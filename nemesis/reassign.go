@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"gregor/history"
 	"gregor/internal/sleep"
 )
 
@@ -62,7 +63,7 @@ func reassignTarget(rng *rand.Rand, brokers, replicas []int32, leader int32) ([]
 // (it may finish or still run), and the undo moves the partition back to
 // its original replicas (replacing a move still in progress, as KIP-455
 // allows) and waits, bounded, until no reassignment is in progress.
-func (r *Runner) reassign(ctx context.Context, st Step, v opValue) {
+func (r *Runner) reassign(ctx context.Context, st Step, v history.NemesisValue) {
 	rt, ok := r.Topo.(reassignTopology)
 	if !ok || v.Partition < 0 {
 		r.write(string(st.Kind), v, errors.New("reassign needs a cluster whose topology can reassign partitions"))

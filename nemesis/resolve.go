@@ -55,16 +55,11 @@ type replicaTopology interface {
 // harness's metadata samples use).
 type PartitionState = history.PartitionState
 
-// Action is a resolved step: the nodes it hits and, for partitions, the
-// groups handed to runtime.Cluster.Partition.
-type Action struct {
-	Nodes  []int32   `json:"nodes"`
-	Groups [][]int32 `json:"groups,omitempty"`
-	// Partition is the topic partition whose leader was targeted, or -1.
-	Partition int32 `json:"partition"`
-	// Note says when a target could not be resolved and a fallback was used.
-	Note string `json:"note,omitempty"`
-}
+// Action is a resolved step: the nodes it hits, for partitions the groups
+// handed to runtime.Cluster.Partition, the topic partition whose leader was
+// targeted (-1: none) and a note when a fallback was used. The history
+// records it as it is, in every nemesis operation's value.
+type Action = history.NemesisAction
 
 // Resolve picks the nodes of step s under target t. It is deterministic
 // given s.Pick and the topology's answers.

@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -95,57 +94,31 @@ func (r *Runner) Run(ctx context.Context, sched Schedule) error {
 	return nil
 }
 
-// opValue is what a nemesis operation carries in "value".
-type opValue struct {
-	Action
-	Step   *int   `json:"step,omitempty"` // index in the schedule; nil for heal-all
-	Target Target `json:"target,omitempty"`
-	Shape  Shape  `json:"shape,omitempty"`
-	Hold   string `json:"hold,omitempty"`
-	// Process is the client a client-crash tore down.
-	Process *int `json:"process,omitempty"`
-	// Phase names a scenario fault's phase (see StrandLeader, KIP101), or
-	// a restart-storm round's; Round numbers the round (at the storm's
-	// end: how many there were).
-	Phase string `json:"phase,omitempty"`
-	Round *int   `json:"round,omitempty"`
-	// Processes are the consumers a consumer-restart or consumer-join
-	// started, or the clients a link fault hit.
-	Processes []int `json:"processes,omitempty"`
-	// Broker is the address a link fault acted on; Conns how many of the
-	// clients' connections to it the fault found (a delay-client's end: how
-	// many delivered held bytes); LateBytes what a delay-client delivered
-	// late, at its end.
-	Broker    string `json:"broker,omitempty"`
-	Conns     *int   `json:"conns,omitempty"`
-	LateBytes *int   `json:"late_bytes,omitempty"`
-	// Commands are the fault commands the cluster ran for this operation,
-	// with their exit status and output (runtime.CommandRecorder).
-	Commands []runtime.CommandResult `json:"commands,omitempty"`
-}
-
-func (r *Runner) write(verb string, v opValue, err error) {
-	if v.Nodes == nil {
-		v.Nodes = []int32{}
-	}
+// write records the nemesis operation verb with value v (history.NemesisOp)
+// and the commands the cluster ran for it.
+func (r *Runner) write(verb string, v history.NemesisValue, err error) {
 	if cr, ok := r.Cluster.(runtime.CommandRecorder); ok {
 		v.Commands = cr.TakeCommands()
 	}
-	raw, _ := json.Marshal(v) // plain structs: cannot fail
-	op := history.Op{Time: int64(time.Since(r.Epoch)), Process: history.Nemesis, Type: history.Info, F: verb, Raw: raw}
 	if err != nil {
-		op.Error = err.Error()
 		r.failed.Add(1)
 	}
-	r.History.Write(op)
+	r.History.Write(history.NemesisOp(int64(time.Since(r.Epoch)), verb, v, err))
+}
+
+// stepValue is the value of step i's operations, resolved to a, under
+// target t (none for a client fault).
+func stepValue(i int, st Step, t Target, a Action) history.NemesisValue {
+	v := history.NemesisValue{NemesisAction: a, Step: &i, Target: string(t), Shape: string(st.Shape), Hold: st.Hold.String()}
+	if IsClientKind(st.Kind) {
+		v.Target = ""
+	}
+	return v
 }
 
 func (r *Runner) step(ctx context.Context, i int, st Step) {
 	a, err := Resolve(ctx, st, r.Target, r.Topo)
-	v := opValue{Action: a, Step: &i, Target: r.Target, Shape: st.Shape, Hold: st.Hold.String()}
-	if IsClientKind(st.Kind) {
-		v.Target = ""
-	}
+	v := stepValue(i, st, r.Target, a)
 	if err != nil {
 		r.write(string(st.Kind), v, err)
 		return
@@ -214,7 +187,7 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 // pauseProducer runs a PauseProducer step: the pause is written when asked
 // for, its end when the producer runs again (bounded by the hold plus the
 // undo timeout).
-func (r *Runner) pauseProducer(ctx context.Context, st Step, v opValue) {
+func (r *Runner) pauseProducer(ctx context.Context, st Step, v history.NemesisValue) {
 	if r.PauseProducer == nil {
 		r.write(string(st.Kind), v, errors.New("no transactional producer to pause (use --workload txn)"))
 		return
@@ -320,7 +293,7 @@ func HealAll(ctx context.Context, c runtime.Cluster, h *history.Writer, epoch ti
 	err := errors.Join(errs...)
 	if h != nil {
 		r := Runner{Cluster: c, History: h, Epoch: epoch}
-		r.write(history.VerbHealAll, opValue{Action: Action{Nodes: touched, Partition: -1}}, err)
+		r.write(history.VerbHealAll, history.NemesisValue{NemesisAction: Action{Nodes: touched, Partition: -1}}, err)
 	}
 	return err
 }
@@ -335,16 +308,14 @@ func Describe(ctx context.Context, sched Schedule, t Target, topo Topology) ([]h
 		if err != nil {
 			return nil, err
 		}
-		v := opValue{Action: a, Step: &i, Target: t, Shape: st.Shape, Hold: st.Hold.String()}
-		if v.Nodes == nil {
-			v.Nodes = []int32{}
-		}
-		raw, _ := json.Marshal(v)
-		ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(st.At), Process: history.Nemesis,
-			Type: history.Info, F: string(st.Kind), Raw: raw})
+		v := stepValue(i, st, t, a)
+		start := history.NemesisOp(int64(st.At), string(st.Kind), v, nil)
+		start.Index = int64(len(ops))
+		ops = append(ops, start)
 		if !instant(st.Kind) {
-			ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(st.At + st.Hold), Process: history.Nemesis,
-				Type: history.Info, F: undoVerb(st.Kind), Raw: raw})
+			end := history.NemesisOp(int64(st.At+st.Hold), undoVerb(st.Kind), v, nil)
+			end.Index = int64(len(ops))
+			ops = append(ops, end)
 		}
 	}
 	return ops, nil

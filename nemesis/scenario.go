@@ -66,11 +66,11 @@ func (r *Runner) phaseWait() time.Duration {
 // scenario runs one scenario step. v carries the resolved action (the
 // partition and its leader). Every node it kills is restarted and every
 // link it cut is healed before it returns, even when ctx ends.
-func (r *Runner) scenario(ctx context.Context, st Step, v opValue) {
+func (r *Runner) scenario(ctx context.Context, st Step, v history.NemesisValue) {
 	c := r.Cluster
 	rt, ok := r.Topo.(replicaTopology)
 	if !ok || v.Partition < 0 || len(v.Nodes) != 1 {
-		r.write(string(st.Kind), v, fmt.Errorf("scenario %s needs the partition's replicas and leader (got %v)", st.Kind, v.Action))
+		r.write(string(st.Kind), v, fmt.Errorf("scenario %s needs the partition's replicas and leader (got %v)", st.Kind, v.NemesisAction))
 		return
 	}
 	ps, err := rt.PartitionState(ctx, v.Partition)

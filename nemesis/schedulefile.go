@@ -191,8 +191,8 @@ func (f *ScheduleFile) Resolve(ops []history.Op) {
 		if op.Process != history.Nemesis || history.IsEndVerb(op.F) || op.Error != "" {
 			continue
 		}
-		var v opValue
-		if json.Unmarshal(op.Raw, &v) != nil || v.Step == nil || *v.Step < 0 || *v.Step >= len(f.Steps) {
+		v, err := history.ParseNemesis(&op)
+		if err != nil || v.Step == nil || *v.Step < 0 || *v.Step >= len(f.Steps) {
 			continue
 		}
 		r := &f.Steps[*v.Step]

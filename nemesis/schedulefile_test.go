@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -144,8 +143,10 @@ func TestScheduleResolve(t *testing.T) {
 	var want [][]int32
 	for _, op := range ops {
 		if !history.IsEndVerb(op.F) {
-			var v opValue
-			json.Unmarshal(op.Raw, &v)
+			v, err := history.ParseNemesis(&op)
+			if err != nil {
+				t.Fatal(err)
+			}
 			want = append(want, v.Nodes)
 		}
 	}

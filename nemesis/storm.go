@@ -41,7 +41,7 @@ func stormDowntime(rng *rand.Rand, session time.Duration) time.Duration {
 
 // storm runs one restart-storm step. Every node it kills is restarted
 // before it returns, even when ctx ends.
-func (r *Runner) storm(ctx context.Context, st Step, v opValue) {
+func (r *Runner) storm(ctx context.Context, st Step, v history.NemesisValue) {
 	kind := string(st.Kind)
 	c := r.Cluster
 	rng := rand.New(rand.NewPCG(st.Pick, 0x73746f726d)) // "storm"
@@ -57,7 +57,7 @@ func (r *Runner) storm(ctx context.Context, st Step, v opValue) {
 		round := rounds
 		rounds++
 		pv := v
-		pv.Action, pv.Round, pv.Hold = a, &round, down.String()
+		pv.NemesisAction, pv.Round, pv.Hold = a, &round, down.String()
 		if err != nil {
 			pv.Phase = "resolve"
 			r.write(kind, pv, err)

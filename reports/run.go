@@ -312,10 +312,7 @@ func faultBands(nemesis []history.Op, end int64) []band {
 	}
 	for _, op := range nemesis {
 		step := noStep
-		var v struct {
-			Step *int `json:"step"`
-		}
-		if json.Unmarshal(op.Raw, &v) == nil && v.Step != nil {
+		if v, err := history.ParseNemesis(&op); err == nil && v.Step != nil {
 			step = *v.Step
 		}
 		if history.IsEndVerb(op.F) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"gregor/checker"
+	"gregor/checker/checkertest"
 	"gregor/history"
 )
 
@@ -37,7 +38,7 @@ func writeRunReport(t *testing.T, ops []history.Op, cfg *history.Config) (string
 // generated is a correct history with nemesis faults, an error string from
 // the "cluster" that tries to inject markup, and the golden configuration.
 func generated() ([]history.Op, *history.Config) {
-	ops := checker.Generate(checker.GenOptions{Seed: 7, Ops: 3000, Keys: 4, Producers: 4, Consumers: 2, FailRate: 0.05, InfoRate: 0.05, NemesisEvery: 400})
+	ops := checkertest.Generate(checkertest.GenOptions{Seed: 7, Ops: 3000, Keys: 4, Producers: 4, Consumers: 2, FailRate: 0.05, InfoRate: 0.05, NemesisEvery: 400})
 	for i := range ops {
 		if ops[i].Type == history.Fail && ops[i].F == history.FSend {
 			ops[i].Error = hostile

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"gregor/checker"
+	"gregor/checker/checkertest"
 	"gregor/history"
 )
 
@@ -14,7 +15,7 @@ import (
 // producer, coloured by outcome, with its micro-ops in the title, in
 // headless chromium; an error string from the cluster cannot inject markup.
 func TestRunReportDrawsTransactions(t *testing.T) {
-	ops := checker.GenerateTxn(checker.TxnGenOptions{Seed: 5, Ops: 1500, Keys: 4, Producers: 2, Consumers: 1, AbortRate: 0.3, InfoRate: 0.05, MaxMops: 3})
+	ops := checkertest.GenerateTxn(checkertest.TxnGenOptions{Seed: 5, Ops: 1500, Keys: 4, Producers: 2, Consumers: 1, AbortRate: 0.3, InfoRate: 0.05, MaxMops: 3})
 	for i := range ops {
 		if ops[i].F == history.FTxn && ops[i].Type == history.Info {
 			ops[i].Error = hostile

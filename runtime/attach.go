@@ -1,6 +1,10 @@
 package runtime
 
-import "context"
+import (
+	"context"
+
+	"gregor/history"
+)
 
 // Attached is a runtime that boots nothing: the cluster exists already and
 // is reached through its bootstrap servers (runtime/external). The harness
@@ -32,25 +36,10 @@ func IsForeign(r Runtime) bool {
 	return ok && f.ForeignBrokers()
 }
 
-// CommandResult is one fault command a runtime ran on a node (the external
-// runtime's fault file): recorded in the history with the nemesis operation
-// that ran it (DESIGN.md section 4, "commands").
-type CommandResult struct {
-	Node    int32  `json:"node"`
-	Verb    string `json:"verb"`
-	Command string `json:"command"`
-	// Exit is the exit status; -1 when the command did not exit by itself
-	// (timed out, could not start).
-	Exit     int    `json:"exit"`
-	Output   string `json:"output,omitempty"`
-	Duration string `json:"duration"`
-	// Error is set when the command failed (a non-zero exit, a timeout).
-	Error string `json:"error,omitempty"`
-}
-
-// CommandRecorder is a cluster whose faults are commands: the nemesis takes
-// the results of the commands run since the last call and records them
-// with the operation.
+// CommandRecorder is a cluster whose faults are commands (the external
+// runtime's fault file): the nemesis takes the results of the commands run
+// since the last call and records them with the operation (DESIGN.md
+// section 4, "commands").
 type CommandRecorder interface {
-	TakeCommands() []CommandResult
+	TakeCommands() []history.NemesisCommand
 }

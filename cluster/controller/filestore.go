@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"gregor/internal/atomicfile"
 )
 
 // fileStore is raft's LogStore and StableStore, in files: an append-only
@@ -330,39 +332,29 @@ func (s *fileStore) DeleteRange(min, max uint64) error {
 }
 
 // compact rewrites the log file with only the live entries, atomically
-// (write, fsync, rename, fsync dir).
+// (internal/atomicfile), and appends to the new file from then on.
 func (s *fileStore) compact() error {
-	tmp := filepath.Join(s.dir, logFileName+".tmp")
-	f, err := os.Create(tmp)
+	path := filepath.Join(s.dir, logFileName)
+	n := 0
+	err := atomicfile.Write(path, 0o644, func(f io.Writer) error {
+		w := bufio.NewWriter(f)
+		for i := s.first; s.first != 0 && i <= s.last; i++ {
+			if l, ok := s.logs[i]; ok {
+				w.Write(frame(nil, encodeStore(&l)))
+				n++
+			}
+		}
+		return w.Flush()
+	})
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(f)
-	n := 0
-	for i := s.first; s.first != 0 && i <= s.last; i++ {
-		if l, ok := s.logs[i]; ok {
-			w.Write(frame(nil, encodeStore(&l)))
-			n++
-		}
-	}
-	if err := errors.Join(w.Flush(), f.Sync()); err != nil {
-		f.Close()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(s.dir, logFileName)); err != nil {
-		f.Close()
-		return err
-	}
-	syncDir(s.dir)
 	s.f.Close()
 	s.f = f
 	s.records = n
 	return nil
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }

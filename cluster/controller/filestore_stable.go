@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+
+	"gregor/internal/atomicfile"
 )
 
 func (s *fileStore) loadStable() error {
@@ -26,20 +28,7 @@ func (s *fileStore) saveStable() error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(s.dir, stableFileName+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(b)
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(s.dir, stableFileName)); err != nil {
-		return err
-	}
-	syncDir(s.dir)
-	return nil
+	return atomicfile.WriteFile(filepath.Join(s.dir, stableFileName), b, 0o644)
 }
 
 // Set implements raft.StableStore.

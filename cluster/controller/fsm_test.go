@@ -227,12 +227,12 @@ func TestInvariantCheckCatches(t *testing.T) {
 func TestImageMetrics(t *testing.T) {
 	h := newFSMHarness(t, electPolicy{}, 1, 2, 3)
 	h.create(map[string]string{meta.ConfigMinISR: "2"}, 1, 2, 3)
-	if h.img.UnderMinISR(1) != 0 || h.img.UnderReplicated() != 0 {
+	if h.img.UnderReplicated() != 0 || h.img.ISRSizes()["t/0"] != 3 {
 		t.Fatal("healthy partition counted")
 	}
 	h.alter(1, 1)
-	if h.img.UnderMinISR(1) != 1 || h.img.UnderReplicated() != 1 || h.img.ISRSizes()["t/0"] != 1 {
-		t.Fatalf("under min ISR %d, under-replicated %d", h.img.UnderMinISR(1), h.img.UnderReplicated())
+	if h.img.UnderReplicated() != 1 || h.img.ISRSizes()["t/0"] != 1 {
+		t.Fatalf("under-replicated %d, ISR sizes %v", h.img.UnderReplicated(), h.img.ISRSizes())
 	}
 }
 

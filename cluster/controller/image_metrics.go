@@ -45,14 +45,6 @@ func (img *Image) UnderReplicated() int {
 	return n
 }
 
-// MinISR is the topic's min.insync.replicas, or def when unset or invalid.
-func (t TopicInfo) MinISR(def int) int {
-	if v, err := strconv.Atoi(t.Configs[meta.ConfigMinISR]); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
 // UncleanElection is the topic's unclean.leader.election.enable, or def.
 func (t TopicInfo) UncleanElection(def bool) bool {
 	if v, err := strconv.ParseBool(t.Configs[meta.ConfigUnclean]); err == nil {
@@ -71,21 +63,6 @@ func (img *Image) uncleanFor(t TopicInfo, pol electPolicy) bool {
 		def = v
 	}
 	return t.UncleanElection(def)
-}
-
-// UnderMinISR counts partitions whose ISR is smaller than the topic's
-// min.insync.replicas (minISRDefault when the topic does not set it).
-func (img *Image) UnderMinISR(minISRDefault int) int {
-	n := 0
-	for _, t := range img.Topics {
-		min := t.MinISR(minISRDefault)
-		for _, p := range t.Partitions {
-			if len(p.ISR) < min {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // ISRSizes maps "topic/partition" to the ISR size, for a per-partition gauge.

@@ -19,6 +19,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"gregor/internal/atomicfile"
 )
 
 // Rules are the faults in force for one node.
@@ -130,17 +132,13 @@ func (l *Layer) Watch(ctx context.Context, path string, interval time.Duration, 
 	}
 }
 
-// WriteRules writes a node's control file atomically (temp file + rename).
+// WriteRules replaces a node's control file whole (internal/atomicfile).
 func WriteRules(path string, r Rules) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(path, b, 0o644)
 }
 
 // Dial connects to addr through the layer: from this node's IP, stalling

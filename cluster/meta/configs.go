@@ -146,6 +146,16 @@ func (c TopicConfig) Check(v string) error {
 	return nil
 }
 
+// CheckTopicConfig validates value v of the topic config name by the
+// table's rule (a broker's static default of it passes the same rule).
+func CheckTopicConfig(name, v string) error {
+	c, ok := LookupTopicConfig(name)
+	if !ok {
+		return fmt.Errorf("Unknown topic config name: %s", name)
+	}
+	return c.Check(v)
+}
+
 // ValidateTopicConfigs checks a topic's explicit configs for a topic of
 // replication factor rf, as Kafka's LogConfig.validate does: an unknown name
 // is INVALID_CONFIG "Unknown topic config name: X", a bad value
@@ -154,11 +164,7 @@ func (c TopicConfig) Check(v string) error {
 // acks=all write then fails; the harness would only ever measure that).
 func ValidateTopicConfigs(configs map[string]string, rf int) (*kerr.Error, string) {
 	for _, name := range slices.Sorted(maps.Keys(configs)) {
-		c, ok := LookupTopicConfig(name)
-		if !ok {
-			return kerr.InvalidConfig, "Unknown topic config name: " + name
-		}
-		if err := c.Check(configs[name]); err != nil {
+		if err := CheckTopicConfig(name, configs[name]); err != nil {
 			return kerr.InvalidConfig, err.Error()
 		}
 	}

@@ -9,6 +9,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"gregor/cluster/invariant"
 	"gregor/cluster/meta"
 	"gregor/cluster/producer"
 	"gregor/cluster/storage"
@@ -92,7 +94,8 @@ type Partition struct {
 	log *storage.Log
 	// state is the partition as the controller last published it.
 	state meta.Partition
-	// minISR is the topic's min.insync.replicas.
+	// minISR is the topic's min.insync.replicas. Invariant: >= 1 (Update
+	// asserts it).
 	minISR int
 	// Invariant: 0 <= hw <= log.LEO(). On the leader hw never decreases
 	// while it stays leader in one epoch (hwMark is what checks it).
@@ -202,12 +205,19 @@ func (p *Partition) Watch() <-chan struct{} {
 // Update applies the controller's published state for this partition: a new
 // leader epoch makes this replica leader or follower; a new partition epoch
 // with the same leader epoch is an ISR change.
+//
+// minISR is the topic's min.insync.replicas as the broker resolved it. It is
+// at least 1: every layer it resolves from is validated where it enters
+// (cluster.Config.Validate, meta.ValidateTopicConfigs for CreateTopics and
+// AlterConfigs, the controller's check of a dynamic broker config), so a
+// smaller value here is a bug, asserted, never a setting to correct.
 func (p *Partition) Update(st meta.Partition, minISR int) {
+	if minISR < 1 {
+		invariant.Must(fmt.Sprintf("replica %s/%d on node %d", p.Topic, p.Index, p.cfg.NodeID),
+			fmt.Errorf("min.insync.replicas %d < 1 reached the replica past the validation of every config layer", minISR))
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if minISR < 1 {
-		minISR = 1
-	}
 	p.minISR = minISR
 	old := p.state
 	if st.LeaderEpoch < old.LeaderEpoch || (st.LeaderEpoch == old.LeaderEpoch && st.PartitionEpoch < old.PartitionEpoch) {

@@ -198,3 +198,24 @@ func TestNewLeaderWithLaggingHWHidesItsEnd(t *testing.T) {
 		t.Fatalf("latest offset once the follower caught up: %+v, want 3", o)
 	}
 }
+
+// TestUpdateAssertsMinISR: a min ISR below 1 reaching a replica passed every
+// validation of the config layers: Update panics naming it, and the replica
+// keeps the min ISR it had.
+func TestUpdateAssertsMinISR(t *testing.T) {
+	p := leaderOf1(t, "t")
+	for _, bad := range []int{0, -1} {
+		func() {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.Contains(s, "invariant broken") || !strings.Contains(s, "min.insync.replicas") {
+					t.Fatalf("min ISR %d: recovered %v, want the broken invariant named", bad, r)
+				}
+			}()
+			p.Update(meta.Partition{Topic: "t", Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}, bad)
+		}()
+		if p.MinISR() != 1 {
+			t.Fatalf("min ISR %d after the refused update, want 1", p.MinISR())
+		}
+	}
+}

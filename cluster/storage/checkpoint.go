@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"gregor/internal/atomicfile"
 )
 
 // File names inside a partition directory besides the segments.
@@ -16,48 +18,19 @@ const (
 	recoveryPointFile      = "recovery-point-offset-checkpoint"
 	epochCheckpointFile    = "leader-epoch-checkpoint"
 	cleanShutdownFile      = ".clean-shutdown"
-	tmpSuffix              = ".tmp"
+	tmpSuffix              = atomicfile.TmpSuffix // a crash's leftover, removed by recovery
 	checkpointVersion      = 0
 	maxCheckpointFileBytes = 1 << 20 // epoch files hold one line per leader change
 )
 
 // writeFileAtomic replaces dir/name with data so that a crash leaves the old or the new content,
-// never a mix: write a temporary file, fsync it, rename it over, fsync the directory.
+// never a mix (internal/atomicfile: a temporary file, fsynced, renamed over, the directory fsynced).
 func writeFileAtomic(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+tmpSuffix)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return atomicfile.WriteFile(filepath.Join(dir, name), data, 0o644)
 }
 
 // syncDir makes renames, creations and removals in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	return nil
-}
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // readCheckpointLines reads a Kafka-style checkpoint: a version line, a count line, then count
 // lines of fields. ok is false when the file does not exist.

@@ -76,6 +76,10 @@ func TestLayering(t *testing.T) {
 			if !strings.HasPrefix(p, module) {
 				continue
 			}
+			if p == module+"checker/checkertest" {
+				// Generated histories are test support (DESIGN.md section 1).
+				t.Errorf("%s imports %s: only tests may", rel, p)
+			}
 			to := strings.Split(strings.TrimPrefix(p, module), "/")[0]
 			if to == top {
 				continue

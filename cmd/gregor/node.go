@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"gregor/internal/atomicfile"
 	"gregor/runtime"
 )
 
@@ -97,11 +98,7 @@ func serveControl(ctx context.Context, name, rtName string, cl runtime.Cluster) 
 	}
 	writeState := func() error {
 		b, _ := json.MarshalIndent(snapshot(name, rtName, sock, cl), "", "  ")
-		tmp := filepath.Join(dir, "."+controlFile)
-		if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-		return os.Rename(tmp, filepath.Join(dir, controlFile))
+		return atomicfile.WriteFile(filepath.Join(dir, controlFile), append(b, '\n'), 0o644)
 	}
 	if err := writeState(); err != nil {
 		ln.Close()

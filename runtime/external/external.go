@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/history"
 	"gregor/runtime"
 )
 
@@ -194,7 +195,7 @@ type Cluster struct {
 	logs     map[int32]*bytes.Buffer     // every command run, per node
 	isolated map[int32]bool
 	slowed   map[int32]bool
-	pending  []runtime.CommandResult
+	pending  []history.NemesisCommand
 }
 
 func newCluster(name string, bootstrap []string, faults *FaultFile, brokers []runtime.NodeInfo) *Cluster {
@@ -278,7 +279,7 @@ func errSuffix(e string) string {
 
 // runCommand runs line with sh -c, bounded by timeout; the whole process
 // group is killed when the bound passes.
-func runCommand(ctx context.Context, line string, timeout time.Duration) runtime.CommandResult {
+func runCommand(ctx context.Context, line string, timeout time.Duration) history.NemesisCommand {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", line)
@@ -289,7 +290,7 @@ func runCommand(ctx context.Context, line string, timeout time.Duration) runtime
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err := cmd.Run()
-	res := runtime.CommandResult{Command: line, Duration: time.Since(start).Round(time.Millisecond).String()}
+	res := history.NemesisCommand{Command: line, Duration: time.Since(start).Round(time.Millisecond).String()}
 	o := out.Bytes()
 	if len(o) > MaxOutput {
 		o = append(o[:MaxOutput:MaxOutput], "...(cut)"...)
@@ -310,7 +311,7 @@ func runCommand(ctx context.Context, line string, timeout time.Duration) runtime
 }
 
 // TakeCommands implements runtime.CommandRecorder.
-func (c *Cluster) TakeCommands() []runtime.CommandResult {
+func (c *Cluster) TakeCommands() []history.NemesisCommand {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := c.pending

@@ -1,4 +1,10 @@
-package checker
+// Package checkertest generates histories of a correct replicated log, for
+// tests: a queue of sends and polls (Generate), the txn workload's
+// transactions (GenerateTxn), and the edits that plant an anomaly in one
+// (RemoveFromReads). The checker's tests and benchmarks, and the tests of
+// the history codec and the reports, check them; only tests import it, the
+// checker itself never does.
+package checkertest
 
 import (
 	"fmt"
