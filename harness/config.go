@@ -9,6 +9,7 @@ import (
 	"gregor/nemesis"
 	"gregor/workloads/eos"
 	"gregor/workloads/group"
+	"gregor/workloads/kit"
 	"gregor/workloads/queue"
 	"gregor/workloads/txn"
 )
@@ -104,7 +105,7 @@ func DefaultConfig() Config {
 	c := DefaultCluster()
 	c.Nodes, c.ReplicaLagMax, c.SessionTimeout = 3, 3*time.Second, 3*time.Second
 	return Config{Store: "store", Cluster: c, Topic: "queue", Partitions: 3, RF: 3,
-		Workload: WorkloadQueue, Acks: "all", Retries: -1, DeliveryTimeout: queue.DefaultDeliveryTimeout, Rate: 200,
+		Workload: WorkloadQueue, Acks: "all", Retries: -1, DeliveryTimeout: kit.DefaultDeliveryTimeout, Rate: 200,
 		Producers: 4, Consumers: 2, Group: group.DefaultConfig(),
 		Target: string(nemesis.TargetRandom), Interval: 10 * time.Second, Hold: 5 * time.Second, SlowDelay: 5 * time.Second,
 		WarmUp: 3 * time.Second, TimeLimit: 60 * time.Second, RecoveryTimeout: 60 * time.Second,

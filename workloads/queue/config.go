@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gregor/history"
+	"gregor/workloads/kit"
 )
 
 // Config is a workload's configuration.
@@ -79,9 +80,6 @@ func (c *Config) produceTimeouts() (request, overhead time.Duration) {
 	return c.ResponseTimeout - overhead, overhead
 }
 
-// MaxClients bounds Producers+Consumers: each is a goroutine with a client.
-const MaxClients = 256
-
 // MaxInFlightIdempotent is Kafka's bound on max.in.flight.requests.per.connection
 // for an idempotent producer (ProducerConfig refuses more: the broker keeps
 // the last five batches per producer to recognise retries; KAFKA-5494).
@@ -91,19 +89,11 @@ const MaxInFlightIdempotent = 5
 // carries that many records, and the history's operations stay small.
 const MaxInFlightLimit = 16
 
-// MaxRate bounds Rate: the limiter ticks once per send.
-const MaxRate = 100000
-
-// DefaultDeliveryTimeout is delivery.timeout.ms when none is given: short,
-// so a send a fault stalls is settled (failed or indeterminate) within a
-// test rather than after Kafka's two minutes.
-const DefaultDeliveryTimeout = 5 * time.Second
-
 // Validate checks c's settings and fills defaults; each error names the
 // gregor run flag that fixes it.
 func (c *Config) Validate() error {
 	if c.Topic == "" {
-		c.Topic = "queue"
+		c.Topic = kit.DefaultTopic
 	}
 	if c.Partitions < 1 {
 		return fmt.Errorf("--partitions %d: give at least 1", c.Partitions)
@@ -116,11 +106,11 @@ func (c *Config) Validate() error {
 	if c.Idempotence && c.Acks != "all" {
 		return fmt.Errorf("--idempotence with --acks %s: an idempotent producer needs every acknowledgement; franz-go, like Kafka, requires acks=all for idempotence; use --acks all or drop --idempotence", c.Acks)
 	}
-	if c.Producers < 1 || c.Consumers < 0 || c.Producers+c.Consumers > MaxClients {
-		return fmt.Errorf("--concurrency %d and --consumers %d: give at least one producer and at most %d clients", c.Producers, c.Consumers, MaxClients)
+	if c.Producers < 1 || c.Consumers < 0 || c.Producers+c.Consumers > kit.MaxClients {
+		return fmt.Errorf("--concurrency %d and --consumers %d: give at least one producer and at most %d clients", c.Producers, c.Consumers, kit.MaxClients)
 	}
-	if c.Rate < 0 || c.Rate > MaxRate {
-		return fmt.Errorf("--rate %v: give 0 (unlimited) to %d", c.Rate, MaxRate)
+	if c.Rate < 0 || c.Rate > kit.MaxRate {
+		return fmt.Errorf("--rate %v: give 0 (unlimited) to %d", c.Rate, kit.MaxRate)
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 1
@@ -133,7 +123,7 @@ func (c *Config) Validate() error {
 			c.MaxInFlight, MaxInFlightIdempotent, MaxInFlightIdempotent, MaxInFlightIdempotent)
 	}
 	if c.DeliveryTimeout <= 0 {
-		c.DeliveryTimeout = DefaultDeliveryTimeout
+		c.DeliveryTimeout = kit.DefaultDeliveryTimeout
 	}
 	if c.ResponseTimeout != 0 && (c.ResponseTimeout < MinResponseTimeout || c.ResponseTimeout > c.DeliveryTimeout+requestOverhead) {
 		return fmt.Errorf("response timeout %v: give %v to the delivery timeout plus %v (%v)", c.ResponseTimeout,
@@ -145,14 +135,11 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Key is the history key of a partition.
-func Key(topic string, partition int32) string { return fmt.Sprintf("%s/%d", topic, partition) }
-
 // Keys lists every key of c.
 func (c *Config) Keys() []string {
 	keys := make([]string, c.Partitions)
 	for p := range keys {
-		keys[p] = Key(c.Topic, int32(p))
+		keys[p] = kit.Key(c.Topic, int32(p))
 	}
 	return keys
 }
