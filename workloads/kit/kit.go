@@ -110,6 +110,11 @@ type Descriptor interface {
 	Coordinator() bool
 	// Pipelines: its producers keep --max-in-flight records in flight.
 	Pipelines() bool
+	// SafeBrokersSuffice: on safe brokers (acks=all, min ISR at least 2,
+	// no unclean election) the workload forbids every lost acknowledged
+	// write whatever its own settings, so a planted bug's probe fits it;
+	// false where its own settings allow some (a group's commit modes).
+	SafeBrokersSuffice() bool
 	// Validate refuses what this workload cannot run with s and cfg,
 	// canonicalising them in place; each error names the flag that fixes it.
 	Validate(s *Shared, cfg any) error
@@ -123,8 +128,8 @@ type Descriptor interface {
 }
 
 // Base is a Descriptor's defaults: no own flags, no group or transaction
-// faults, no coordinator, no pipelining, nothing of its own to validate or
-// record. A descriptor embeds it and says only what is its own.
+// faults, no coordinator, no pipelining, safe on safe brokers, nothing of
+// its own to validate or record. A descriptor embeds it and says only what is its own.
 type Base struct{}
 
 func (Base) Flags(*pflag.FlagSet, any, any) {}
@@ -132,6 +137,7 @@ func (Base) OwnFlags() []string             { return nil }
 func (Base) Offers(string) bool             { return false }
 func (Base) Coordinator() bool              { return false }
 func (Base) Pipelines() bool                { return false }
+func (Base) SafeBrokersSuffice() bool       { return true }
 func (Base) Validate(*Shared, any) error    { return nil }
 func (Base) Unused(any) error               { return nil }
 func (Base) Record(any, *history.Config)    {}

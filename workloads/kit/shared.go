@@ -1,6 +1,8 @@
 package kit
 
 import (
+	"gregor/history"
+
 	"context"
 	"fmt"
 	"time"
@@ -49,4 +51,56 @@ func Limiter(ctx context.Context, rate float64, burst int) <-chan struct{} {
 		}
 	}()
 	return ch
+}
+
+// Producers' bounds (--max-in-flight).
+const (
+	// MaxInFlightIdempotent is Kafka's bound on
+	// max.in.flight.requests.per.connection for an idempotent producer
+	// (ProducerConfig refuses more: the broker keeps the last five batches
+	// per producer to recognise retries; KAFKA-5494).
+	MaxInFlightIdempotent = 5
+	// MaxInFlightLimit bounds MaxInFlight without idempotence: a send
+	// operation carries that many records, and the history's operations
+	// stay small.
+	MaxInFlightLimit = 16
+)
+
+// Validate checks the settings every workload's producers are made from,
+// and fills their defaults (acks spelled canonically, one record in
+// flight, the delivery timeout); readers are the clients beside the
+// producers that count against MaxClients. Each error names the gregor run
+// flag that fixes it.
+func (s *Shared) Validate(readers int) error {
+	if s.Partitions < 1 {
+		return fmt.Errorf("--partitions %d: give at least 1", s.Partitions)
+	}
+	acks, err := history.ParseAcks(s.Acks)
+	if err != nil {
+		return fmt.Errorf("--%w", err)
+	}
+	s.Acks = acks
+	if s.Idempotence && s.Acks != "all" {
+		return fmt.Errorf("--idempotence with --acks %s: an idempotent producer needs every acknowledgement; franz-go, like Kafka, requires acks=all for idempotence; use --acks all or drop --idempotence", s.Acks)
+	}
+	if s.Producers < 1 || readers < 0 || s.Producers+readers > MaxClients {
+		return fmt.Errorf("--concurrency %d and --consumers %d: give at least one producer and at most %d clients", s.Producers, readers, MaxClients)
+	}
+	if s.Rate < 0 || s.Rate > MaxRate {
+		return fmt.Errorf("--rate %v: give 0 (unlimited) to %d", s.Rate, MaxRate)
+	}
+	if s.MaxInFlight == 0 {
+		s.MaxInFlight = 1
+	}
+	switch {
+	case s.MaxInFlight < 1 || s.MaxInFlight > MaxInFlightLimit:
+		return fmt.Errorf("--max-in-flight %d: give 1 to %d", s.MaxInFlight, MaxInFlightLimit)
+	case s.Idempotence && s.MaxInFlight > MaxInFlightIdempotent:
+		return fmt.Errorf("--max-in-flight %d with --idempotence: Kafka allows an idempotent producer at most %d requests in flight (the broker dedupes the last %d batches); give at most %d or drop --idempotence",
+			s.MaxInFlight, MaxInFlightIdempotent, MaxInFlightIdempotent, MaxInFlightIdempotent)
+	}
+	if s.DeliveryTimeout <= 0 {
+		s.DeliveryTimeout = DefaultDeliveryTimeout
+	}
+	return nil
 }
