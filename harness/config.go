@@ -14,8 +14,8 @@ import (
 
 // Config is one run's settings. Every flag of `gregor run` lands in exactly
 // one field here; only here are a run's settings defaulted (DefaultConfig,
-// defaults) and validated (Validate, which hands the workloads' own settings
-// to their validators). The cluster spec, the topic, the workloads' configs,
+// defaults) and validated (Validate, which hands the workload's settings to
+// its descriptor). The cluster spec, the topic, the workload's config,
 // the nemesis plan and test.json (Record: history.Config, the record other
 // tools read) are derived from it, never set beside it.
 type Config struct {
@@ -35,16 +35,17 @@ type Config struct {
 	// Workload names a registered workload (workloads/all): its
 	// descriptor validates, records and builds it.
 	Workload string
-	// The producers (and queue readers): queue.Config's fields of the same
+	// The settings every workload reads: kit.Shared's fields of the same
 	// names; Producers is --concurrency.
 	Acks            string
 	Idempotence     bool
 	Retries         int
-	MaxInFlight     int // queue.Config.MaxInFlight (queue and group producers)
+	MaxInFlight     int // for the workloads whose producers pipeline (kit.Descriptor.Pipelines)
 	DeliveryTimeout time.Duration
 	Rate            float64
 	Producers       int
-	// Consumers are the queue workload's readers, or the group's members.
+	// Consumers are --consumers: each workload says what they are (the
+	// queue's readers, the group's members, eos's pipelines).
 	Consumers int
 	// Group is the group workload's own settings (group.Settings); its
 	// Consumers field is ignored: Consumers above counts them.

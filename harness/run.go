@@ -179,7 +179,7 @@ type run struct {
 	histClosed bool
 	histErr    error
 
-	// From setup on: the cluster (closed by tearDown, once), its brokers
+	// From setup on: the cluster (closed by closeCluster, once), its brokers
 	// and controllers, the metadata sampler, the workload, its topology
 	// and the nemesis runner.
 	c               runtime.Cluster

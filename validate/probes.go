@@ -147,7 +147,7 @@ var clientCrash = matrix.Nemesis{Name: "client-crash", Kinds: []string{"client-c
 
 // GroupCommitModes are the group workload's commit modes
 // (workloads/group): each one's safe form is in the false-alarm set.
-var GroupCommitModes = []string{"auto", "auto-greedy", "before", "after", "on-revoked"}
+var GroupCommitModes = []string{group.CommitAuto, group.CommitAutoGreedy, group.CommitBefore, group.CommitAfter, group.CommitOnRevoked}
 
 // SafeSet is one configuration of the false-alarm set and the nemeses it
 // runs under. Every workload is in the set: a checker that cries wolf only
