@@ -51,14 +51,14 @@ func (t *Test) attach(ctx context.Context, a runtime.Attached) error {
 	case c.Controllers > 0 || c.Dedicated:
 		return badInput(fmt.Errorf("--controllers/--dedicated-controllers with --runtime %s: the cluster's quorum is its own; drop them", a.Name()))
 	}
-	c.Nodes = len(brokers)
+	// The run's shape is the cluster's now: its settings are validated
+	// again, against it.
+	c.Nodes, t.validated = len(brokers), false
 	if t.RF > c.Nodes {
 		return badInput(fmt.Errorf("--rf %d: the cluster Metadata lists %d broker(s); lower --rf", t.RF, c.Nodes))
 	}
 	if c.MinISR > c.Nodes {
-		// The flag's default may exceed a small cluster; the topic's value
-		// is read back from the cluster anyway.
-		c.MinISR = c.Nodes
+		return badInput(fmt.Errorf("--min-isr %d: the cluster Metadata lists %d broker(s), so no topic could take acks=all writes; lower --min-isr", c.MinISR, c.Nodes))
 	}
 	return nil
 }

@@ -7,24 +7,15 @@ import (
 
 	"gregor/history"
 	"gregor/nemesis"
-	"gregor/workloads/eos"
+	"gregor/workloads/all"
 	"gregor/workloads/group"
-	"gregor/workloads/queue"
-	"gregor/workloads/txn"
-)
-
-// Workloads (Config.Workload).
-const (
-	WorkloadQueue = "queue"             // producers and assign-based readers
-	WorkloadGroup = "group"             // producers and a consumer group (workloads/group)
-	WorkloadEOS   = history.WorkloadEOS // consume-transform-produce in transactions (workloads/eos)
-	WorkloadTxn   = history.WorkloadTxn // transactional producers, read_committed consumers (workloads/txn)
+	"gregor/workloads/kit"
 )
 
 // Config is one run's settings. Every flag of `gregor run` lands in exactly
 // one field here; only here are a run's settings defaulted (DefaultConfig,
-// defaults) and validated (Validate, which hands the workloads' own settings
-// to their validators). The cluster spec, the topic, the workloads' configs,
+// defaults) and validated (Validate, which hands the workload's settings to
+// its descriptor). The cluster spec, the topic, the workload's config,
 // the nemesis plan and test.json (Record: history.Config, the record other
 // tools read) are derived from it, never set beside it.
 type Config struct {
@@ -41,24 +32,26 @@ type Config struct {
 	Partitions int
 	RF         int
 
-	// Workload is WorkloadQueue or WorkloadGroup.
+	// Workload names a registered workload (workloads/all): its
+	// descriptor validates, records and builds it.
 	Workload string
-	// The producers (and queue readers): queue.Config's fields of the same
+	// The settings every workload reads: kit.Shared's fields of the same
 	// names; Producers is --concurrency.
 	Acks            string
 	Idempotence     bool
 	Retries         int
-	MaxInFlight     int // queue.Config.MaxInFlight (queue and group producers)
+	MaxInFlight     int // for the workloads whose producers pipeline (kit.Descriptor.Pipelines)
 	DeliveryTimeout time.Duration
 	Rate            float64
 	Producers       int
-	// Consumers are the queue workload's readers, or the group's members.
+	// Consumers are --consumers: each workload says what they are (the
+	// queue's readers, the group's members, eos's pipelines).
 	Consumers int
-	// Group is the group workload's settings (Workload "group"); its
+	// Group is the group workload's own settings (group.Settings); its
 	// Consumers field is ignored: Consumers above counts them.
 	Group group.Config
 	// AbortRate is the txn workload's share of transactions aborted on
-	// purpose (Workload "txn").
+	// purpose (txn.Settings).
 	AbortRate float64
 	// TxnThink is the txn workload's pause between a transaction's
 	// micro-ops (--txn-think).
@@ -94,6 +87,14 @@ type Config struct {
 	// MetadataInterval is how often the topic's metadata is sampled into
 	// metadata.jsonl: MinMetadataInterval..MaxMetadataInterval.
 	MetadataInterval time.Duration
+
+	// validated: Validate passed on these settings and nothing changed
+	// them since (attach does, and clears it), so a run validates its
+	// settings once: at the edge when the command did, else in Run.
+	validated bool
+	// replay is Schedule's file as Validate read and checked it: the
+	// run reads --schedule once.
+	replay *nemesis.ScheduleFile
 }
 
 // DefaultConfig is the one source of a run's defaults: gregor run's flags
@@ -103,8 +104,8 @@ type Config struct {
 func DefaultConfig() Config {
 	c := DefaultCluster()
 	c.Nodes, c.ReplicaLagMax, c.SessionTimeout = 3, 3*time.Second, 3*time.Second
-	return Config{Store: "store", Cluster: c, Topic: "queue", Partitions: 3, RF: 3,
-		Workload: WorkloadQueue, Acks: "all", Retries: -1, DeliveryTimeout: queue.DefaultDeliveryTimeout, Rate: 200,
+	return Config{Store: "store", Cluster: c, Topic: kit.DefaultTopic, Partitions: 3, RF: 3,
+		Workload: all.Workloads.Default().Name(), Acks: "all", Retries: -1, DeliveryTimeout: kit.DefaultDeliveryTimeout, Rate: 200,
 		Producers: 4, Consumers: 2, Group: group.DefaultConfig(),
 		Target: string(nemesis.TargetRandom), Interval: 10 * time.Second, Hold: 5 * time.Second, SlowDelay: 5 * time.Second,
 		WarmUp: 3 * time.Second, TimeLimit: 60 * time.Second, RecoveryTimeout: 60 * time.Second,
@@ -153,10 +154,35 @@ func (c *Config) defaults() {
 // canonicalises spellings (acks "-1", nemesis lists) in place, so test.json
 // records what ran.
 func (c *Config) Validate() error {
+	c.validated, c.replay = false, nil
 	c.defaults()
 	if err := c.Cluster.Validate(); err != nil {
 		return err
 	}
+	if err := c.validateShape(); err != nil {
+		return err
+	}
+	wl, err := all.Workloads.Get(c.Workload)
+	if err != nil {
+		return err
+	}
+	if err := c.validateNemeses(wl); err != nil {
+		return err
+	}
+	if c.MaxInFlight > 1 && !wl.Pipelines() {
+		return fmt.Errorf("--max-in-flight %d with --workload %s: only the %s workloads' producers pipeline records; drop --max-in-flight",
+			c.MaxInFlight, c.Workload, kit.AndList(all.Workloads.Names(kit.Descriptor.Pipelines)))
+	}
+	if err := c.validateWorkload(wl); err != nil {
+		return err
+	}
+	c.validated = true
+	return nil
+}
+
+// validateShape checks the topic against the cluster and the phases'
+// durations.
+func (c *Config) validateShape() error {
 	acks, err := history.ParseAcks(c.Acks)
 	if err != nil {
 		return fmt.Errorf("--%w", err)
@@ -174,6 +200,16 @@ func (c *Config) Validate() error {
 	if c.WarmUp < 0 || c.RecoveryTimeout <= 0 || c.FinalReadTimeout <= 0 {
 		return fmt.Errorf("--warm-up %v, --recovery-timeout %v, --final-read-timeout %v: give positive durations", c.WarmUp, c.RecoveryTimeout, c.FinalReadTimeout)
 	}
+	if iv := c.MetadataInterval; iv < MinMetadataInterval || iv > MaxMetadataInterval {
+		return fmt.Errorf("--metadata-interval %v: give %v to %v", iv, MinMetadataInterval, MaxMetadataInterval)
+	}
+	return nil
+}
+
+// validateNemeses checks the faults: their timing, kinds, target and
+// shapes, what the workload offers them, and a schedule to replay (read
+// here, once).
+func (c *Config) validateNemeses(wl kit.Descriptor) error {
 	if c.Interval <= 0 || c.Hold <= 0 {
 		return fmt.Errorf("--nemesis-interval %v and --nemesis-duration %v must be positive", c.Interval, c.Hold)
 	}
@@ -182,9 +218,6 @@ func (c *Config) Validate() error {
 	}
 	if c.SlowDelay < 0 || c.SlowLoss < 0 || c.SlowLoss > 100 {
 		return fmt.Errorf("--slow-delay %v, --slow-loss %v: give a positive delay and a loss of 0..100 percent", c.SlowDelay, c.SlowLoss)
-	}
-	if iv := c.MetadataInterval; iv < MinMetadataInterval || iv > MaxMetadataInterval {
-		return fmt.Errorf("--metadata-interval %v: give %v to %v", iv, MinMetadataInterval, MaxMetadataInterval)
 	}
 	kinds, err := nemesis.ParseKinds(c.Nemeses)
 	if err != nil {
@@ -196,8 +229,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	c.Target = string(target)
-	if target == nemesis.TargetCoordinator && c.Workload != WorkloadGroup && c.Workload != WorkloadTxn && c.Workload != WorkloadEOS {
-		return errors.New("--nemesis-target coordinator hits the consumer group's coordinator (or, with --workload txn, the first transactional id's): add --workload group or txn")
+	if target == nemesis.TargetCoordinator && !wl.Coordinator() {
+		return fmt.Errorf("--nemesis-target coordinator hits the coordinator of the workload's consumer group or transactional id: add --workload %s",
+			kit.OrList(all.Workloads.Names(kit.Descriptor.Coordinator)))
 	}
 	shapes, err := nemesis.ParseShapes(c.Shapes)
 	if err != nil {
@@ -208,54 +242,52 @@ func (c *Config) Validate() error {
 		if k == nemesis.PowerLoss && !c.Cluster.LazyFS {
 			return errors.New("--nemesis power-loss without --lazyfs: a killed broker keeps its page cache, so nothing is lost; add --lazyfs")
 		}
-		if nemesis.GroupOnly(k) && c.Workload != WorkloadGroup {
-			return fmt.Errorf("--nemesis %s acts on a consumer group: add --workload group", k)
-		}
-		if nemesis.TxnOnly(k) && c.Workload != WorkloadTxn && (c.Workload != WorkloadEOS || k == nemesis.PauseProducer) {
-			return fmt.Errorf("--nemesis %s acts on transactions: add --workload txn", k)
+		if err := offered(wl, k); err != nil {
+			return err
 		}
 	}
 	if c.Schedule != "" {
-		if _, _, err := c.schedule(); err != nil {
+		if c.replay, err = c.readSchedule(); err != nil {
 			return err
 		}
 	}
-	if c.MaxInFlight > 1 && c.Workload != WorkloadQueue && c.Workload != WorkloadGroup {
-		return fmt.Errorf("--max-in-flight %d with --workload %s: only the queue and group workloads' producers pipeline records; drop --max-in-flight", c.MaxInFlight, c.Workload)
+	return nil
+}
+
+// validateWorkload hands the workload's settings to its descriptor, and
+// refuses the settings of the others.
+func (c *Config) validateWorkload(wl kit.Descriptor) error {
+	s := c.shared()
+	if err := wl.Validate(&s, c); err != nil {
+		return err
 	}
-	switch c.Workload {
-	case WorkloadQueue:
-	case WorkloadGroup:
-		g := c.groupConfig()
-		if err := g.Validate(); err != nil {
+	// A transactional workload's producers are idempotent: test.json
+	// records what ran.
+	c.Idempotence = s.Idempotence
+	for _, other := range all.Workloads.All() {
+		if other.Name() == wl.Name() {
+			continue
+		}
+		if err := other.Unused(c); err != nil {
 			return err
 		}
-	case WorkloadTxn:
-		if c.Acks != "all" {
-			return fmt.Errorf("--workload txn with --acks %s: a transactional producer is idempotent and needs acks=all (Kafka's ProducerConfig refuses anything else); use --acks all", c.Acks)
-		}
-		c.Idempotence = true // transactional producers are idempotent: test.json records what ran
-		t := c.txnConfig(nil)
-		if err := t.Validate(); err != nil {
-			return err
-		}
-	case WorkloadEOS:
-		if c.Acks != "all" {
-			return fmt.Errorf("--workload eos with --acks %s: transactional producers need acks=all; use --acks all", c.Acks)
-		}
-		c.Idempotence = true
-		e := c.eosConfig(nil)
-		if err := e.Validate(); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("--workload %q: give %s, %s, %s or %s", c.Workload, WorkloadQueue, WorkloadGroup, WorkloadTxn, WorkloadEOS)
 	}
-	if c.AbortRate != 0 && c.Workload != WorkloadTxn {
-		return fmt.Errorf("--abort-rate %v without --workload txn: only transactions abort", c.AbortRate)
+	return nil
+}
+
+// offered refuses a fault that acts on what only some workloads have (a
+// consumer group, transactions) when the run's workload offers none,
+// naming the workloads that do.
+func offered(wl kit.Descriptor, k nemesis.Kind) error {
+	if !nemesis.GroupOnly(k) && !nemesis.TxnOnly(k) || wl.Offers(string(k)) {
+		return nil
 	}
-	q := c.queueConfig(nil)
-	return q.Validate()
+	what := "transactions"
+	if nemesis.GroupOnly(k) {
+		what = "a consumer group"
+	}
+	return fmt.Errorf("--nemesis %s acts on %s: add --workload %s", k, what,
+		kit.OrList(all.Workloads.Names(func(d kit.Descriptor) bool { return d.Offers(string(k)) })))
 }
 
 func kindNames(kinds []nemesis.Kind) []string {
@@ -279,32 +311,25 @@ func (c *Config) topic() TopicSpec {
 	return TopicSpec{Name: c.Topic, Partitions: c.Partitions, RF: c.RF, MinISR: c.Cluster.MinISR, Unclean: c.Cluster.Unclean}
 }
 
-// queueConfig is the producers' workload config (with the queue workload's
-// readers), seeded from bootstrap.
-func (c *Config) queueConfig(bootstrap []string) queue.Config {
-	q := queue.Config{Bootstrap: bootstrap, Topic: c.Topic, Partitions: c.Partitions, Acks: c.Acks,
-		Idempotence: c.Idempotence, Retries: c.Retries, MaxInFlight: c.MaxInFlight, DeliveryTimeout: c.DeliveryTimeout, Rate: c.Rate,
-		Producers: c.Producers, Seed: c.Seed}
-	if c.Workload == WorkloadQueue {
-		q.Consumers = c.Consumers
-	}
-	if c.hasLinkFault() {
-		q.ResponseTimeout = max(queue.MinResponseTimeout, min(linkResponseTimeout, c.DeliveryTimeout))
-	}
-	return q
+// shared are the settings every workload reads (kit.Shared).
+func (c *Config) shared() kit.Shared {
+	return kit.Shared{Topic: c.Topic, Partitions: c.Partitions, RF: c.RF, MinISR: c.Cluster.MinISR, Acks: c.Acks,
+		Idempotence: c.Idempotence, Retries: c.Retries, MaxInFlight: c.MaxInFlight, DeliveryTimeout: c.DeliveryTimeout,
+		Rate: c.Rate, Producers: c.Producers, Consumers: c.Consumers, Seed: c.Seed, LinkFaults: c.hasLinkFault()}
 }
 
-// txnConfig is the txn workload's config, seeded from bootstrap.
-func (c *Config) txnConfig(bootstrap []string) txn.Config {
-	return txn.Config{Bootstrap: bootstrap, Topic: c.Topic, Partitions: c.Partitions, Producers: c.Producers,
-		Consumers: c.Consumers, AbortRate: c.AbortRate, Think: c.TxnThink, Rate: c.Rate, RequestTimeout: c.DeliveryTimeout, Seed: c.Seed}
+// workload is the run's workload; c is validated.
+func (c *Config) workload() kit.Descriptor {
+	d, _ := all.Workloads.Lookup(c.Workload)
+	return d
 }
 
-// linkResponseTimeout is the producers' response timeout in a run with
-// client-link faults: below the faults' holds, so a producer whose answer
-// was lost gives up on its connection and retries to the same broker while
-// the fault lasts, the path the faults are there to exercise.
-const linkResponseTimeout = 3 * time.Second
+// GroupConfig implements group.Settings: the group workload's own settings
+// are a field of the run's one configuration.
+func (c *Config) GroupConfig() *group.Config { return &c.Group }
+
+// TxnSettings implements txn.Settings.
+func (c *Config) TxnSettings() (*float64, *time.Duration) { return &c.AbortRate, &c.TxnThink }
 
 // hasLinkFault: a nemesis of the run acts on the clients' links.
 func (c *Config) hasLinkFault() bool {
@@ -314,20 +339,6 @@ func (c *Config) hasLinkFault() bool {
 		}
 	}
 	return false
-}
-
-// eosConfig is the eos workload's config: --consumers pipelines, the
-// input at --rate.
-func (c *Config) eosConfig(bootstrap []string) eos.Config {
-	return eos.Config{Bootstrap: bootstrap, Topic: c.Topic, Partitions: c.Partitions, RF: c.RF, MinISR: c.Cluster.MinISR,
-		Pipelines: c.Consumers, Rate: c.Rate, Seed: c.Seed}
-}
-
-// groupConfig is the group workload's config.
-func (c *Config) groupConfig() group.Config {
-	g := c.Group
-	g.Consumers = c.Consumers
-	return g
 }
 
 // kinds are the nemesis kinds; c is validated.
@@ -364,23 +375,11 @@ func (c *Config) Record(runtimeName string) history.Config {
 		TimeLimit: history.Duration(c.TimeLimit), Nodes: c.Cluster.Nodes, Runtime: runtimeName,
 		Workload: c.Workload, PlantedBugs: c.Cluster.Bugs, TransactionVersion: int(c.Cluster.TransactionVersion),
 		MaxInFlight: c.MaxInFlight}
-	if c.Workload == WorkloadTxn {
-		r.AbortRate = c.AbortRate
-	}
 	if r.Nemeses == nil {
 		r.Nemeses = []string{}
 	}
-	if c.Workload == WorkloadGroup {
-		g := c.groupConfig()
-		g.Validate() // fills what is unset; c is validated
-		r.AutoCommit, r.CommitMode = g.HistoryMode()
-		if r.AutoCommit {
-			r.AutoCommitInterval = history.Duration(g.AutoCommitInterval)
-		}
-		r.FailureRate, r.FailureHandling = g.FailureRate, g.FailureHandling
-		r.Assignor, r.Static = g.Assignor, g.Static
-		r.ProcessingTime, r.MaxPollRecords = history.Duration(g.ProcessingTime), g.MaxPollRecords
-		r.MaxPollInterval = history.Duration(g.MaxPollInterval)
+	if wl := c.workload(); wl != nil {
+		wl.Record(c, &r)
 	}
 	return r
 }

@@ -14,8 +14,7 @@ import (
 	"gregor/nemesis"
 	"gregor/runtime"
 	"gregor/runtime/clientlink"
-	"gregor/workloads/eos"
-	"gregor/workloads/txn"
+	"gregor/workloads/kit"
 )
 
 // Test is one `gregor run`: its settings (Config) and what runs them.
@@ -61,13 +60,16 @@ type Report struct {
 var ErrInterrupted = errors.New("run interrupted before the check: the history so far is stored, no verdict")
 
 // Validate refuses impossible tests before anything boots; each message
-// names the fix.
+// names the fix. Settings that Config.Validate passed and nothing changed
+// since (the command validates them at the edge) are not validated again.
 func (t *Test) Validate() error {
 	if t.Runtime == nil {
 		return errors.New("no runtime")
 	}
-	if err := t.Config.Validate(); err != nil {
-		return err
+	if !t.Config.validated {
+		if err := t.Config.Validate(); err != nil {
+			return err
+		}
 	}
 	spec := t.spec()
 	return spec.Validate()
@@ -87,288 +89,457 @@ func (t *Test) defaults() {
 	}
 }
 
-// Run runs the test's phases: setup, warm-up, faults, heal, recovery,
-// final reads, check, store. The history is on disk as it happens. When
-// ctx ends early, Run tears the cluster down, keeps what it has and returns
-// ErrInterrupted with the report.
+// Run runs the test's phases (DESIGN.md section 8): setup, warm-up, faults,
+// heal, recovery, final reads, teardown, check. The history is on disk as
+// it happens. When ctx ends early, Run tears the cluster down, keeps what
+// it has and returns ErrInterrupted with the report.
 func Run(ctx context.Context, t Test) (*Report, error) {
 	t.defaults()
+	if err := t.admit(ctx); err != nil {
+		return nil, err
+	}
+	r, err := open(t)
+	if r == nil {
+		return nil, err
+	}
+	defer r.release()
+	if err != nil {
+		return r.rep, err
+	}
+	ctx = r.watchStore(ctx)
+	if err := r.setup(ctx); err != nil {
+		if errors.Is(err, errCutShort) {
+			return r.interrupted()
+		}
+		return r.rep, err
+	}
+	r.warmUp(ctx)
+	r.faults(ctx)
+	if ctx.Err() != nil {
+		return r.interrupted()
+	}
+	r.heal(ctx)
+	r.recovery(ctx)
+	if ctx.Err() != nil {
+		return r.interrupted()
+	}
+	if err := r.finalReads(ctx); err != nil {
+		return r.rep, err
+	}
+	if ctx.Err() != nil {
+		return r.interrupted()
+	}
+	if err := r.teardown(); err != nil {
+		return r.rep, err
+	}
+	return r.check()
+}
+
+// admit refuses, before anything is written, a test that cannot run: an
+// attached cluster's shape is learnt first, then the settings are
+// validated (once) and the faults checked against what the cluster allows.
+func (t *Test) admit(ctx context.Context) error {
 	attached, isAttached := t.Runtime.(runtime.Attached)
 	if isAttached {
 		if err := t.attach(ctx, attached); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := t.Validate(); err != nil {
-		return nil, badInput(err)
+		return badInput(err)
 	}
 	if isAttached {
 		if err := attached.CheckFaults(t.Nemeses); err != nil {
-			return nil, badInput(err)
+			return badInput(err)
 		}
 		// A cluster gregor did not boot may hold earlier runs' topics: each
 		// run writes a topic of its own.
 		t.Topic = fmt.Sprintf("%s-%s", t.Topic, time.Now().UTC().Format("20060102T150405.000"))
 	}
+	return nil
+}
+
+// run is one Run under way: what its phases hand each other. Each phase
+// is a method; release gives back whatever the run still holds, whichever
+// phase it ended in.
+type run struct {
+	t         Test
+	rep       *Report
+	record    history.Config
+	schedFile *nemesis.ScheduleFile
+	epoch     time.Time
+	dir       *runDir
+	pr        *progress
+
+	// stopStore ends the run's context when the history cannot be written;
+	// lasting is that context never cancelled, for the teardown.
+	stopStore context.CancelFunc
+	lasting   context.Context
+	// histClosed and histErr: the history is closed once, its error kept.
+	histClosed bool
+	histErr    error
+
+	// From setup on: the cluster (closed by closeCluster, once), its brokers
+	// and controllers, the metadata sampler, the workload, its topology
+	// and the nemesis runner.
+	c               runtime.Cluster
+	clusterClosed   bool
+	bootstrap       []string
+	brokers, voters []int32
+	mds             *MetadataSampler
+	links           *clientlink.Links
+	wl              kit.Workload
+	topo            *nemesis.KafkaTopology
+	runner          *nemesis.Runner
+	warnings        []string
+	progressDone    chan struct{}
+	progressWG      sync.WaitGroup
+	cancelWorkload  context.CancelFunc
+	workloadWG      sync.WaitGroup
+}
+
+// errCutShort is a setup step that ended because the run's context did.
+var errCutShort = errors.New("cut short")
+
+// open draws (or reads) the schedule and opens the run directory, then
+// writes, before anything boots, what a crash must leave: the schedule
+// and the settings. A run that could not write them comes back with the
+// error: its directory holds what it wrote.
+func open(t Test) (*run, error) {
 	// The schedule is a pure function of the seed and the nemesis options,
 	// or read from --schedule.
 	sched, schedFile, err := t.schedule()
 	if err != nil {
 		return nil, err
 	}
-	record := t.Record(t.Runtime.Name())
-	rep := &Report{Runtime: t.Runtime.Name(), Seed: t.Seed, Schedule: sched}
-	epoch := time.Now()
-	dir, err := openRunDir(t.Store, t.Name, &record, epoch)
+	r := &run{t: t, record: t.Record(t.Runtime.Name()), schedFile: schedFile, epoch: time.Now(),
+		rep: &Report{Runtime: t.Runtime.Name(), Seed: t.Seed, Schedule: sched}}
+	r.dir, err = openRunDir(t.Store, t.Name, &r.record, r.epoch)
 	if err != nil {
 		return nil, err
 	}
-	rep.Dir = string(dir.path)
-	// Before anything boots: a crash leaves the schedule and the settings.
-	if err := writeSchedule(dir.path, schedFile); err != nil {
-		return rep, err
+	r.rep.Dir = string(r.dir.path)
+	r.pr = &progress{w: t.Progress, start: r.epoch}
+	if err := writeSchedule(r.dir.path, schedFile); err != nil {
+		return r, err
 	}
-	if err := writeSettings(dir.path, &t.Config, t.Runtime.Name()); err != nil {
+	if err := writeSettings(r.dir.path, &t.Config, t.Runtime.Name()); err != nil {
 		if _, ok := errors.AsType[*StoreError](err); ok {
-			return rep, err
+			return r, err
 		}
-		rep.Notes = append(rep.Notes, "run.json: "+err.Error()+" (gregor shrink cannot replay this run)")
+		r.rep.Notes = append(r.rep.Notes, "run.json: "+err.Error()+" (gregor shrink cannot replay this run)")
 	}
-	var histErr error
-	histClosed := false
-	closeHist := func() {
-		if !histClosed {
-			histClosed = true
-			histErr = dir.close()
-		}
-	}
-	defer closeHist()
-	// A history that cannot be written ends the run: every phase sees ctx
-	// end, and the run returns a StoreError instead of checking a history
-	// that lost lines.
-	ctx, stopOnStoreFailure := context.WithCancel(ctx)
-	defer stopOnStoreFailure()
+	return r, nil
+}
+
+// watchStore ends the run's context when the history cannot be written:
+// every phase sees ctx end, and the run returns a StoreError instead of
+// checking a history that lost lines.
+func (r *run) watchStore(ctx context.Context) context.Context {
+	r.lasting = context.WithoutCancel(ctx)
+	ctx, r.stopStore = context.WithCancel(ctx)
 	go func() {
 		select {
-		case <-dir.hist.Failed():
-			stopOnStoreFailure()
+		case <-r.dir.hist.Failed():
+			r.stopStore()
 		case <-ctx.Done():
 		}
 	}()
-	// interrupted ends a run cut short: the caller's cancellation, or the
-	// store failing.
-	interrupted := func(stopWorkload, teardown func()) (*Report, error) {
-		stopWorkload()
-		closeHist()
-		teardown()
-		if histErr != nil {
-			return rep, histErr
-		}
-		return rep, ErrInterrupted
-	}
+	return ctx
+}
 
-	pr := &progress{w: t.Progress, start: epoch}
-	pr.set("setup")
-	c, err := t.Runtime.Start(ctx, t.spec())
+// setup boots the cluster, creates the topic (every partition with a
+// leader and a full ISR), starts sampling partition state and builds the
+// workload and the nemesis that will act on it.
+func (r *run) setup(ctx context.Context) error {
+	r.pr.set("setup")
+	if err := r.boot(ctx); err != nil {
+		return err
+	}
+	if err := r.createTopic(ctx); err != nil {
+		return err
+	}
+	// Partition state is sampled from here through recovery.
+	mds, err := r.t.startMetadata(ctx, r.c, r.dir.path, r.epoch)
+	if err != nil {
+		r.rep.Notes = append(r.rep.Notes, err.Error())
+	}
+	r.mds = mds
+	return r.buildWorkload()
+}
+
+// boot starts the cluster, learns its brokers and controller-only voters,
+// and lays the standing link delay and AfterBoot on it.
+func (r *run) boot(ctx context.Context) error {
+	c, err := r.t.Runtime.Start(ctx, r.t.spec())
 	if err != nil {
 		if ctx.Err() != nil {
-			return interrupted(func() {}, func() {})
+			return errCutShort
 		}
-		return rep, fmt.Errorf("boot: %w", err)
+		return fmt.Errorf("boot: %w", err)
 	}
-	clusterClosed := false
-	teardown := func() {
-		if clusterClosed {
-			return
-		}
-		clusterClosed = true
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		if err := saveLogs(lctx, c, dir.path); err != nil {
-			rep.Notes = append(rep.Notes, err.Error())
-		}
-		cancel()
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		if err := c.Close(cctx); err != nil {
-			rep.Notes = append(rep.Notes, "close cluster: "+err.Error())
-		}
-		cancel()
-	}
-	defer teardown()
-
-	var bootstrap []string
-	var brokers, voters []int32
+	r.c = c
 	for _, n := range c.Nodes() {
 		if !n.ControllerOnly {
-			bootstrap = append(bootstrap, n.KafkaAddr)
-			brokers = append(brokers, n.ID)
+			r.bootstrap = append(r.bootstrap, n.KafkaAddr)
+			r.brokers = append(r.brokers, n.ID)
 		} else {
-			voters = append(voters, n.ID)
+			r.voters = append(r.voters, n.ID)
 		}
 	}
-	if t.LinkDelay > 0 {
+	if r.t.LinkDelay > 0 {
 		// Say how: docker without netem "delays" by freezing containers,
 		// which is a stop-the-world pause pattern, not a slower link.
 		d := c.Capabilities().Get(runtime.FaultDelay)
-		rep.Notes = append(rep.Notes, fmt.Sprintf("link delay %v: %s (%s)", t.LinkDelay, d.Support, d.How))
-		sd := standingDelay{Cluster: c, d: t.LinkDelay}
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("link delay %v: %s (%s)", r.t.LinkDelay, d.Support, d.How))
+		sd := standingDelay{Cluster: c, d: r.t.LinkDelay}
 		if err := sd.all(ctx); err != nil {
-			return rep, fmt.Errorf("link delay: %w", err)
+			return fmt.Errorf("link delay: %w", err)
 		}
-		c = sd
+		r.c = sd // the heal and the teardown see the delay too
 	}
-	if t.AfterBoot != nil {
-		if err := t.AfterBoot(ctx, c); err != nil {
-			return rep, fmt.Errorf("after boot: %w", err)
+	if r.t.AfterBoot != nil {
+		if err := r.t.AfterBoot(ctx, r.c); err != nil {
+			return fmt.Errorf("after boot: %w", err)
 		}
 	}
+	return nil
+}
+
+// createTopic creates the test topic and waits for every partition to
+// have a leader and a full ISR. On a cluster gregor did not boot, test.json
+// then records the settings the cluster runs, which the theory reasons
+// with, not the flags.
+func (r *run) createTopic(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	ts := t.topic()
-	ts.ClusterDefaults = t.ClusterTopicDefaults
-	err = CreateTopic(sctx, bootstrap, ts)
+	ts := r.t.topic()
+	ts.ClusterDefaults = r.t.ClusterTopicDefaults
+	err := CreateTopic(sctx, r.bootstrap, ts)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
-			return interrupted(func() {}, teardown)
+			return errCutShort
 		}
-		return rep, fmt.Errorf("setup: %w", err)
+		return fmt.Errorf("setup: %w", err)
 	}
-	if runtime.IsForeign(t.Runtime) {
-		// The theory reasons with what the cluster runs, not with the flags.
-		notes, err := readSettings(ctx, bootstrap, brokers, t.Topic, &record)
-		if err != nil {
-			return rep, fmt.Errorf("setup: %w", err)
-		}
-		rep.Notes = append(rep.Notes, notes...)
-		if err := history.WriteConfig(dir.path.Config(), &record); err != nil {
-			return rep, storeErr(dir.path.Config(), err)
-		}
+	if !runtime.IsForeign(r.t.Runtime) {
+		return nil
 	}
-
-	// Partition state is sampled from here through recovery.
-	mds, err := t.startMetadata(ctx, c, dir.path, epoch)
+	notes, err := readSettings(ctx, r.bootstrap, r.brokers, r.t.Topic, &r.record)
 	if err != nil {
-		rep.Notes = append(rep.Notes, err.Error())
+		return fmt.Errorf("setup: %w", err)
 	}
-	defer mds.Stop()
+	r.rep.Notes = append(r.rep.Notes, notes...)
+	if err := history.WriteConfig(r.dir.path.Config(), &r.record); err != nil {
+		return storeErr(r.dir.path.Config(), err)
+	}
+	return nil
+}
 
-	links := clientlink.New()
-	wl, clients, err := t.newWorkload(bootstrap, links, dir.hist, epoch)
+// buildWorkload builds the workload on the client-link network, the
+// topology its faults resolve against (with the workload's coordinators)
+// and the nemesis runner with the workload's hooks.
+func (r *run) buildWorkload() error {
+	r.links = clientlink.New()
+	wl, hooks, err := r.t.newWorkload(r.bootstrap, r.links, r.dir.hist, r.epoch)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	topo, err := nemesis.NewKafkaTopology(bootstrap, t.Topic, t.Partitions, brokers)
+	r.wl = wl
+	topo, err := nemesis.NewKafkaTopology(r.bootstrap, r.t.Topic, r.t.Partitions, r.brokers)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	defer topo.Close()
-	topo.ControllerOnly = voters
-	if t.Workload == WorkloadGroup {
-		g := t.groupConfig()
-		g.Validate() // fills the default group id; t is validated
-		topo.Group = g.Group
+	r.topo = topo
+	topo.ControllerOnly = r.voters
+	topo.Group, topo.TxnID, topo.TransactionalIDs = hooks.Group, hooks.TxnID, hooks.TransactionalIDs
+	r.runner = &nemesis.Runner{Cluster: r.c, Topo: topo, History: r.dir.hist, Epoch: r.epoch, Target: nemesis.Target(r.t.Target),
+		Crash: wl.Crash, PauseProducer: hooks.PauseProducer, Links: r.links, SessionTimeout: r.t.Cluster.SessionTimeout,
+		SlowDelay: r.t.SlowDelay, SlowLoss: r.t.SlowLoss}
+	if hooks.Clients != nil {
+		r.runner.Clients = func(ctx context.Context, k nemesis.Kind) ([]int, error) { return hooks.Clients(ctx, string(k)) }
 	}
-	runner := &nemesis.Runner{Cluster: c, Topo: topo, History: dir.hist, Epoch: epoch, Target: nemesis.Target(t.Target),
-		Crash: wl.Crash, Clients: clients, Links: links, SessionTimeout: t.Cluster.SessionTimeout, SlowDelay: t.SlowDelay, SlowLoss: t.SlowLoss}
-	if t.Workload == WorkloadEOS {
-		topo.TransactionalIDs = eos.TransactionalIDs(t.Consumers)
-		topo.Group, topo.TxnID = eos.Group, topo.TransactionalIDs[0]
-	}
-	if tw, ok := wl.(*txn.Workload); ok {
-		topo.TransactionalIDs = txn.TransactionalIDs(t.Producers)
-		topo.TxnID = topo.TransactionalIDs[0] // --nemesis-target coordinator
-		runner.PauseProducer = tw.PauseProducer
-	}
-	pr.ops = wl.Ops
-	pr.faults = func() (int, int) { return runner.Done(), runner.Active() }
-	stopProgress := make(chan struct{})
-	var bg sync.WaitGroup
-	bg.Go(func() { pr.loop(t.ProgressEvery, stopProgress) })
-	defer func() { close(stopProgress); bg.Wait() }()
+	return nil
+}
 
-	wctx, cancelWorkload := context.WithCancel(ctx)
-	defer cancelWorkload()
-	var wlWG sync.WaitGroup
-	wlWG.Go(func() { wl.Run(wctx) })
-	// stopWorkload ends the workload and waits for the operations in flight
-	// (each bounded by the delivery or poll timeout).
-	stopWorkload := func() { cancelWorkload(); wlWG.Wait() }
+// warmUp starts the progress line and the workload, and lets the
+// workload run without faults.
+func (r *run) warmUp(ctx context.Context) {
+	r.pr.ops = r.wl.Ops
+	r.pr.faults = r.faultCounts
+	r.progressDone = make(chan struct{})
+	r.progressWG.Go(func() { r.pr.loop(r.t.ProgressEvery, r.progressDone) })
+	wctx, cancel := context.WithCancel(ctx)
+	r.cancelWorkload = cancel
+	r.workloadWG.Go(func() { r.wl.Run(wctx) })
+	r.pr.set("warm-up")
+	sleep.For(ctx, r.t.WarmUp)
+}
 
-	pr.set("warm-up")
-	sleep.For(ctx, t.WarmUp)
+// faultCounts are the faults started and in force, for the progress line.
+func (r *run) faultCounts() (done, active int) { return r.runner.Done(), r.runner.Active() }
 
-	pr.set("faults")
-	fctx, cancel := context.WithTimeout(ctx, t.TimeLimit)
-	runner.Run(fctx, sched)
-	<-fctx.Done() // the schedule may end before the limit; the workload runs on
+// faults runs the schedule for the time limit; the schedule may end
+// before it, and the workload runs on. Steps that failed are noted.
+func (r *run) faults(ctx context.Context) {
+	r.pr.set("faults")
+	fctx, cancel := context.WithTimeout(ctx, r.t.TimeLimit)
+	r.runner.Run(fctx, r.rep.Schedule)
+	<-fctx.Done()
 	cancel()
-	var warnings []string
-	if n := runner.Failed(); n > 0 {
-		warnings = append(warnings, scheduleNotApplied(n))
-		rep.Notes = append(rep.Notes, scheduleNotApplied(n))
+	if n := r.runner.Failed(); n > 0 {
+		r.warnings = append(r.warnings, scheduleNotApplied(n))
+		r.rep.Notes = append(r.rep.Notes, scheduleNotApplied(n))
 	}
+}
 
-	if ctx.Err() != nil {
-		return interrupted(stopWorkload, teardown)
-	}
-	pr.set("heal")
+// heal removes every fault: the brokers' and the client links' (answers
+// flow again, held requests go out now).
+func (r *run) heal(ctx context.Context) {
+	r.pr.set("heal")
 	hctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	if err := nemesis.HealAll(hctx, c, dir.hist, epoch); err != nil {
-		rep.Notes = append(rep.Notes, "heal: "+err.Error())
+	defer cancel()
+	if err := nemesis.HealAll(hctx, r.c, r.dir.hist, r.epoch); err != nil {
+		r.rep.Notes = append(r.rep.Notes, "heal: "+err.Error())
 	}
-	// Client links too: answers flow again, held requests go out now.
-	links.Heal()
-	if err := links.Wait(hctx); err != nil {
-		rep.Notes = append(rep.Notes, "heal: late deliveries of held requests still pending: "+err.Error())
+	r.links.Heal()
+	if err := r.links.Wait(hctx); err != nil {
+		r.rep.Notes = append(r.rep.Notes, "heal: late deliveries of held requests still pending: "+err.Error())
+	}
+}
+
+// recovery waits, bounded by the recovery timeout, for every partition to
+// have a leader and a full ISR, then stops the workload.
+func (r *run) recovery(ctx context.Context) {
+	r.pr.set("recovery")
+	rctx, cancel := context.WithTimeout(ctx, r.t.RecoveryTimeout)
+	if err := WaitHealthy(rctx, r.bootstrap, r.t.topic()); err != nil {
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("recovery: not healthy within %v: %v", r.t.RecoveryTimeout, err))
 	}
 	cancel()
+	r.stopWorkload()
+}
 
-	pr.set("recovery")
-	rctx, cancel := context.WithTimeout(ctx, t.RecoveryTimeout)
-	if err := WaitHealthy(rctx, bootstrap, t.topic()); err != nil {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("recovery: not healthy within %v: %v", t.RecoveryTimeout, err))
-	}
-	cancel()
-	stopWorkload()
-	if ctx.Err() != nil {
-		return interrupted(stopWorkload, teardown)
-	}
-
-	if err := mds.Stop(); err != nil {
+// finalReads ends the partition-state sampling (which ran through
+// recovery) and reads every key from offset 0 to its high watermark.
+func (r *run) finalReads(ctx context.Context) error {
+	if err := r.mds.Stop(); err != nil {
 		// The sampler fails only writing metadata.jsonl.
-		stopWorkload()
-		teardown()
-		return rep, storeErr(dir.path.Metadata(), err)
+		r.closeCluster()
+		return storeErr(r.dir.path.Metadata(), err)
 	}
-	pr.set("final-read")
-	frctx, cancel := context.WithTimeout(ctx, t.FinalReadTimeout)
-	if err := wl.FinalRead(frctx); err != nil {
-		rep.Notes = append(rep.Notes, err.Error())
+	r.pr.set("final-read")
+	frctx, cancel := context.WithTimeout(ctx, r.t.FinalReadTimeout)
+	defer cancel()
+	if err := r.wl.FinalRead(frctx); err != nil {
+		r.rep.Notes = append(r.rep.Notes, err.Error())
+	}
+	return nil
+}
+
+// teardown closes the history (a history that lost lines is not checked)
+// and the cluster, its logs saved.
+func (r *run) teardown() error {
+	if err := r.closeHistory(); err != nil {
+		r.closeCluster()
+		return err
+	}
+	r.pr.set("teardown")
+	r.closeCluster()
+	return nil
+}
+
+// check reads the stored run back, as a later `gregor check` would see
+// it, and records in schedule.json the nodes each step hit.
+func (r *run) check() (*Report, error) {
+	r.pr.set("check")
+	r.rep.Faults = r.c.Capabilities().String()
+	run, res, err := CheckRun(r.dir.path.History(), CheckOptions{Store: true, Faults: r.rep.Faults, Warnings: r.warnings,
+		Checker: checker.Options{KeyTimeout: r.t.CheckTimeout}})
+	if err != nil {
+		return r.rep, fmt.Errorf("check: %w", err)
+	}
+	r.schedFile.Resolve(run.Ops)
+	if err := writeSchedule(r.dir.path, r.schedFile); err != nil {
+		r.rep.Notes = append(r.rep.Notes, err.Error())
+	}
+	r.rep.Checked, r.rep.Result = true, res
+	r.pr.set("done")
+	return r.rep, nil
+}
+
+// interrupted ends a run cut short (the caller's cancellation, or the
+// store failing): the workload stopped, the history closed, the cluster
+// torn down.
+func (r *run) interrupted() (*Report, error) {
+	r.stopWorkload()
+	err := r.closeHistory()
+	r.closeCluster()
+	if err != nil {
+		return r.rep, err
+	}
+	return r.rep, ErrInterrupted
+}
+
+// release gives back whatever the run still holds, in the reverse order
+// of taking it; what a phase already gave back is not given twice.
+func (r *run) release() {
+	r.stopWorkload()
+	r.stopProgress()
+	if r.topo != nil {
+		r.topo.Close()
+	}
+	r.mds.Stop()
+	r.closeCluster()
+	if r.stopStore != nil {
+		r.stopStore()
+	}
+	r.closeHistory()
+}
+
+// stopWorkload ends the workload and waits for the operations in flight
+// (each bounded by the delivery or poll timeout).
+func (r *run) stopWorkload() {
+	if r.cancelWorkload != nil {
+		r.cancelWorkload()
+		r.workloadWG.Wait()
+	}
+}
+
+func (r *run) stopProgress() {
+	if r.progressDone != nil {
+		close(r.progressDone)
+		r.progressWG.Wait()
+		r.progressDone = nil
+	}
+}
+
+// closeHistory flushes and closes the history once; its error is the
+// run's from then on.
+func (r *run) closeHistory() error {
+	if !r.histClosed {
+		r.histClosed = true
+		r.histErr = r.dir.close()
+	}
+	return r.histErr
+}
+
+// closeCluster saves every node's log and closes the cluster, once.
+func (r *run) closeCluster() {
+	if r.c == nil || r.clusterClosed {
+		return
+	}
+	r.clusterClosed = true
+	// The run's context may have ended: the logs and the close get their
+	// own time.
+	lctx, cancel := context.WithTimeout(r.lasting, 30*time.Second)
+	if err := saveLogs(lctx, r.c, r.dir.path); err != nil {
+		r.rep.Notes = append(r.rep.Notes, err.Error())
 	}
 	cancel()
-	if ctx.Err() != nil {
-		return interrupted(stopWorkload, teardown)
+	cctx, cancel := context.WithTimeout(r.lasting, 2*time.Minute)
+	if err := r.c.Close(cctx); err != nil {
+		r.rep.Notes = append(r.rep.Notes, "close cluster: "+err.Error())
 	}
-	closeHist()
-	if histErr != nil {
-		teardown()
-		return rep, histErr
-	}
-	pr.set("teardown")
-	teardown()
-
-	pr.set("check")
-	// The stored run is read back, as a later `gregor check` would see it.
-	rep.Faults = c.Capabilities().String()
-	run, res, err := CheckRun(dir.path.History(), CheckOptions{Store: true, Faults: rep.Faults, Warnings: warnings,
-		Checker: checker.Options{KeyTimeout: t.CheckTimeout}})
-	if err != nil {
-		return rep, fmt.Errorf("check: %w", err)
-	}
-	schedFile.Resolve(run.Ops) // the nodes each step hit, for the record
-	if err := writeSchedule(dir.path, schedFile); err != nil {
-		rep.Notes = append(rep.Notes, err.Error())
-	}
-	rep.Checked, rep.Result = true, res
-	pr.set("done")
-	return rep, nil
+	cancel()
 }

@@ -34,9 +34,10 @@ func (c *Config) stepParams(k nemesis.Kind) map[string]string {
 	return map[string]string{"delay": c.SlowDelay.String(), "loss": strconv.FormatFloat(c.SlowLoss, 'g', -1, 64)}
 }
 
-// schedule is the run's fault schedule and its schedule.json: read from
-// c.Schedule (a replay) and checked against the run, or drawn from the
-// seed. c is validated.
+// schedule is the run's fault schedule and its schedule.json: replayed
+// from c.Schedule, or drawn from the seed. c is validated; the file is the
+// one Validate read and checked, read here only for a Config no one
+// validated.
 func (c *Config) schedule() (nemesis.Schedule, *nemesis.ScheduleFile, error) {
 	brokers, voters := c.nodeIDs()
 	if c.Schedule == "" {
@@ -47,17 +48,11 @@ func (c *Config) schedule() (nemesis.Schedule, *nemesis.ScheduleFile, error) {
 		f := nemesis.RecordSchedule(s, c.Seed, nemesis.Target(c.Target), brokers, voters, c.stepParams)
 		return s, &f, nil
 	}
-	f, err := nemesis.ReadScheduleFile(c.Schedule)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--schedule: %w", err)
-	}
-	if err := f.Fits(c.kinds(), nemesis.Target(c.Target), brokers, voters); err != nil {
-		return nil, nil, fmt.Errorf("--schedule %s does not fit this run:\n%w", c.Schedule, err)
-	}
-	for i, r := range f.Steps {
-		want := c.stepParams(nemesis.Kind(r.Kind))
-		if r.Params != nil && !maps.Equal(r.Params, want) {
-			return nil, nil, fmt.Errorf("--schedule %s: step %d (%s) was recorded with %v, this run has %v: give the flags that set them (--slow-delay, --slow-loss)", c.Schedule, i, r.Kind, r.Params, want)
+	f := c.replay
+	if f == nil {
+		var err error
+		if f, err = c.readSchedule(); err != nil {
+			return nil, nil, err
 		}
 	}
 	s, err := f.Schedule()
@@ -72,6 +67,30 @@ func (c *Config) schedule() (nemesis.Schedule, *nemesis.ScheduleFile, error) {
 		out.Source, out.From = nemesis.SourceShrunk, f.From
 	}
 	return s, &out, nil
+}
+
+// readSchedule reads c.Schedule and refuses a schedule this run cannot
+// replay: a kind not in --nemesis, another target, nodes it does not have,
+// a step recorded with other params.
+func (c *Config) readSchedule() (*nemesis.ScheduleFile, error) {
+	brokers, voters := c.nodeIDs()
+	f, err := nemesis.ReadScheduleFile(c.Schedule)
+	if err != nil {
+		return nil, fmt.Errorf("--schedule: %w", err)
+	}
+	if err := f.Fits(c.kinds(), nemesis.Target(c.Target), brokers, voters); err != nil {
+		return nil, fmt.Errorf("--schedule %s does not fit this run:\n%w", c.Schedule, err)
+	}
+	for i, r := range f.Steps {
+		want := c.stepParams(nemesis.Kind(r.Kind))
+		if r.Params != nil && !maps.Equal(r.Params, want) {
+			return nil, fmt.Errorf("--schedule %s: step %d (%s) was recorded with %v, this run has %v: give the flags that set them (--slow-delay, --slow-loss)", c.Schedule, i, r.Kind, r.Params, want)
+		}
+	}
+	if _, err := f.Schedule(); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // writeSchedule writes the run's schedule.json (atomically: a crash leaves

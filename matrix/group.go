@@ -2,12 +2,15 @@ package matrix
 
 import (
 	"strconv"
+
+	"gregor/workloads/all"
 )
 
 // GroupSettings are the `gregor run` flags of the group workload (inline in
 // Settings). Pointers tell "not set here" from a zero value.
 type GroupSettings struct {
-	// Workload is "queue" (the default) or "group".
+	// Workload names a registered workload (workloads/all); "" is the
+	// default.
 	Workload           string   `yaml:"workload,omitempty"`
 	Consumers          *int     `yaml:"consumers,omitempty"`
 	CommitMode         string   `yaml:"commit_mode,omitempty"` // auto, auto-greedy, before, after, on-revoked
@@ -56,16 +59,20 @@ func mergeGroup(s, o GroupSettings) GroupSettings {
 // expandGroup crosses configurations out with the group dimensions.
 func (d GroupDimensions) expand(out []Settings) []Settings {
 	cross := func(n int, set func(s *Settings, i int)) { out = crossSettings(out, n, set) }
-	cross(len(d.CommitMode), func(s *Settings, i int) { s.Workload, s.CommitMode = "group", d.CommitMode[i] })
-	cross(len(d.AutoCommitInterval), func(s *Settings, i int) { s.Workload, s.AutoCommitInterval = "group", d.AutoCommitInterval[i] })
-	cross(len(d.Assignor), func(s *Settings, i int) { s.Workload, s.Assignor = "group", d.Assignor[i] })
-	cross(len(d.Static), func(s *Settings, i int) { v := d.Static[i]; s.Workload, s.Static = "group", &v })
+	// A dimension of a workload's own flag runs that workload.
+	owner := all.Workloads.FlagOwner
+	cross(len(d.CommitMode), func(s *Settings, i int) { s.Workload, s.CommitMode = owner("commit-mode"), d.CommitMode[i] })
+	cross(len(d.AutoCommitInterval), func(s *Settings, i int) {
+		s.Workload, s.AutoCommitInterval = owner("auto-commit-interval"), d.AutoCommitInterval[i]
+	})
+	cross(len(d.Assignor), func(s *Settings, i int) { s.Workload, s.Assignor = owner("assignor"), d.Assignor[i] })
+	cross(len(d.Static), func(s *Settings, i int) { v := d.Static[i]; s.Workload, s.Static = owner("static"), &v })
 	return out
 }
 
 // groupLabel adds the group settings to a row label.
 func (g GroupSettings) label(add func(k, v string)) {
-	if g.Workload == "" || g.Workload == "queue" {
+	if all.Workloads.IsDefault(g.Workload) {
 		return
 	}
 	add("workload", g.Workload)

@@ -10,6 +10,7 @@ import (
 	"gregor/internal/stats"
 	"gregor/matrix"
 	"gregor/reports"
+	"gregor/workloads/all"
 )
 
 // Generic detection: a probe's fault is picked knowing the bug; a user's
@@ -28,8 +29,8 @@ const NoBug = "(no bug)"
 // its configuration's (with "bugs=NAME" when one is planted).
 func GenericCells(spec *matrix.Spec, bugs []string) ([]matrix.Cell, error) {
 	var safe []matrix.Settings
-	all := append(slices.Clone(spec.Configs), spec.Dimensions.Configs()...)
-	for _, c := range all {
+	configs := append(slices.Clone(spec.Configs), spec.Dimensions.Configs()...)
+	for _, c := range configs {
 		if isSafe(spec.Defaults, c) {
 			safe = append(safe, c)
 		}
@@ -78,7 +79,14 @@ func isSafe(d, c matrix.Settings) bool {
 		unclean = c.Unclean
 	}
 	return (acks == "all" || acks == "") && minISR != nil && *minISR >= 2 && (unclean == nil || !*unclean) &&
-		c.Workload != "group" && d.Workload != "group"
+		safeBrokersSuffice(d.Workload) && safeBrokersSuffice(c.Workload)
+}
+
+// safeBrokersSuffice: on safe brokers the workload forbids every lost
+// acknowledged write whatever its own settings (kit.Descriptor).
+func safeBrokersSuffice(workload string) bool {
+	d, ok := all.Workloads.Lookup(workload)
+	return !ok || d.SafeBrokersSuffice()
 }
 
 // GenericRow is one planted bug (or NoBug) over the matrix's nemeses.

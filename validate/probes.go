@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"gregor/matrix"
+	"gregor/workloads/eos"
+	"gregor/workloads/group"
+	"gregor/workloads/txn"
 )
 
 // Probe is one planted bug and the run most likely to expose it.
@@ -52,7 +55,7 @@ func ptr[T any](v T) *T { return &v }
 // transaction version 2, three pipeline instances in one group.
 func SafeEOS(timeLimit time.Duration) matrix.Settings {
 	s := Safe(timeLimit)
-	s.Workload = "eos" // in the row label too, as SafeTxn's
+	s.Workload = eos.Name // in the row label too, as SafeTxn's
 	s.Args = []string{"--dedicated-controllers", "--consumers", "3", "--transaction-version", "2"}
 	return s
 }
@@ -63,7 +66,7 @@ func SafeEOS(timeLimit time.Duration) matrix.Settings {
 func SafeTxn(timeLimit time.Duration) matrix.Settings {
 	s := Safe(timeLimit)
 	s.Partitions = ptr(4)
-	s.Workload = "txn" // in the row label too: its false alarms are its own row
+	s.Workload = txn.Name // in the row label too: its false alarms are its own row
 	s.Args = []string{"--dedicated-controllers", "--concurrency", "4", "--abort-rate", "0.3", "--transaction-version", "2"}
 	return s
 }
@@ -144,7 +147,7 @@ var clientCrash = matrix.Nemesis{Name: "client-crash", Kinds: []string{"client-c
 
 // GroupCommitModes are the group workload's commit modes
 // (workloads/group): each one's safe form is in the false-alarm set.
-var GroupCommitModes = []string{"auto", "auto-greedy", "before", "after", "on-revoked"}
+var GroupCommitModes = []string{group.CommitAuto, group.CommitAutoGreedy, group.CommitBefore, group.CommitAfter, group.CommitOnRevoked}
 
 // SafeSet is one configuration of the false-alarm set and the nemeses it
 // runs under. Every workload is in the set: a checker that cries wolf only
@@ -164,7 +167,7 @@ func SafeSets(timeLimit time.Duration) []SafeSet {
 	sets := []SafeSet{{Config: Safe(timeLimit), Nemeses: SafeNemeses()}}
 	for _, mode := range GroupCommitModes {
 		cfg := Safe(timeLimit)
-		cfg.Workload, cfg.CommitMode, cfg.Consumers = "group", mode, ptr(2)
+		cfg.Workload, cfg.CommitMode, cfg.Consumers = group.Name, mode, ptr(2)
 		sets = append(sets, SafeSet{Config: cfg, Nemeses: []matrix.Nemesis{
 			{Name: "consumer-crash", Kinds: []string{"client-crash"}, Interval: "3s", Duration: "1ms"},
 			killLeader,

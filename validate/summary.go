@@ -14,6 +14,7 @@ import (
 	"gregor/history"
 	"gregor/internal/stats"
 	"gregor/reports"
+	"gregor/workloads/all"
 )
 
 // Targets the issue sets: a bug is caught in at least 9 of 10 runs; the safe
@@ -202,11 +203,11 @@ func rowWorkload(r Row, probeLabels map[string]string) string {
 		label = probeLabels[bug]
 	}
 	w := strings.TrimPrefix(field(label, "workload"), "workload=")
-	switch w {
-	case "", "queue":
-		return "queue"
-	case "group":
-		return "group " + strings.TrimPrefix(field(label, "commit"), "commit=")
+	if all.Workloads.IsDefault(w) {
+		return all.Workloads.Default().Name()
+	}
+	if commit := field(label, "commit"); commit != "" { // a consumer group's rows, by commit mode
+		return w + " " + strings.TrimPrefix(commit, "commit=")
 	}
 	return w
 }

@@ -55,8 +55,7 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.StringVar(&cfg.Store, "store", def.Store, "store directory: <store>/<name>/<timestamp>/")
 	fl.StringVar(&cfg.Name, "name", def.Name, "test name (store subdirectory; default: the workload's name)")
 	fl.DurationVar(&cfg.MetadataInterval, "metadata-interval", def.MetadataInterval, "how often the topic's leaders and ISR are sampled into metadata.jsonl (100ms..5s)")
-	registerGroup(fl, cfg, def)
-	registerTxn(fl, cfg, def)
+	registerWorkloads(fl, cfg, def)
 }
 
 func kindList() string {
@@ -140,7 +139,7 @@ Exit status (as gregor check):
 			if !cmd.Flags().Changed("seed") {
 				cfg.Seed = rand.Int64N(1 << 53) // fits a JSON number exactly
 			}
-			err := refuseGroupFlags(cmd.Flags(), cfg.Workload)
+			err := refuseOwnFlags(cmd.Flags(), cfg.Workload)
 			// An external cluster's shape (its brokers) is known only once
 			// it answers: harness.Run validates then (harness/attach.go).
 			if err == nil && target.Runtime != "external" {

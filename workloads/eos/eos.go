@@ -34,7 +34,7 @@ import (
 
 	"gregor/history"
 	"gregor/workloads/internal/live"
-	"gregor/workloads/queue"
+	"gregor/workloads/kit"
 )
 
 // OutScale separates an output value's input value from its attempt.
@@ -78,11 +78,11 @@ func (c *Config) Validate() error {
 	if c.Partitions < 1 {
 		return fmt.Errorf("--partitions %d: give at least 1", c.Partitions)
 	}
-	if c.Pipelines < 1 || c.Pipelines > queue.MaxClients {
-		return fmt.Errorf("--consumers %d: the eos workload needs 1 to %d pipeline instances", c.Pipelines, queue.MaxClients)
+	if c.Pipelines < 1 || c.Pipelines > kit.MaxClients {
+		return fmt.Errorf("--consumers %d: the eos workload needs 1 to %d pipeline instances", c.Pipelines, kit.MaxClients)
 	}
-	if c.Rate <= 0 || c.Rate > queue.MaxRate {
-		return fmt.Errorf("--rate %v: give a positive input rate up to %d", c.Rate, queue.MaxRate)
+	if c.Rate <= 0 || c.Rate > kit.MaxRate {
+		return fmt.Errorf("--rate %v: give a positive input rate up to %d", c.Rate, kit.MaxRate)
 	}
 	if c.TxnTimeout <= 0 {
 		c.TxnTimeout = 10 * time.Second
@@ -98,12 +98,9 @@ func (c *Config) OutTopic() string { return c.Topic + "-out" }
 
 // Workload runs the input producer and the pipelines.
 type Workload struct {
-	cfg      Config
-	h        *history.Writer
-	epoch    time.Time
-	next     []atomic.Int64
-	nextProc atomic.Int64
-	ops      atomic.Int64
+	cfg Config
+	*kit.Recorder
+	next []atomic.Int64
 
 	mu       sync.Mutex
 	attempts map[attemptKey]int64       // input record -> times written to the output
@@ -172,22 +169,9 @@ func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
 	if len(cfg.Bootstrap) == 0 {
 		return nil, errors.New("eos: no bootstrap brokers")
 	}
-	return &Workload{cfg: cfg, h: h, epoch: epoch, next: make([]atomic.Int64, cfg.Partitions),
+	return &Workload{cfg: cfg, Recorder: kit.NewRecorder(h, epoch), next: make([]atomic.Int64, cfg.Partitions),
 		attempts: map[attemptKey]int64{}, live: live.New[*pipelineClient](rand.New(rand.NewPCG(uint64(cfg.Seed), 0x656f73)))}, nil
 }
-
-// Ops counts completed operations.
-func (w *Workload) Ops() int64 { return w.ops.Load() }
-
-func (w *Workload) write(op history.Op) {
-	op.Time = int64(time.Since(w.epoch))
-	if op.Type != history.Invoke {
-		w.ops.Add(1)
-	}
-	w.h.Write(op)
-}
-
-func (w *Workload) newProc() int { return int(w.nextProc.Add(1) - 1) }
 
 // Crash tears down one running pipeline (seeded draw): at once, or at its
 // crash point (pipelineClient).
@@ -242,7 +226,7 @@ func (w *Workload) createOutput(ctx context.Context) error {
 
 // produceInput sends unique values round-robin to the input partitions.
 func (w *Workload) produceInput(ctx context.Context) {
-	proc := w.newProc()
+	proc := w.NewProcess()
 	cl, err := kgo.NewClient(append(w.baseOpts(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(5*time.Second), kgo.ProducerLinger(0))...)
 	if err != nil {
@@ -259,24 +243,24 @@ func (w *Workload) produceInput(ctx context.Context) {
 		}
 		p := int32(i % w.cfg.Partitions)
 		v := w.next[p].Add(1)
-		key := queue.Key(w.cfg.Topic, p)
-		w.write(history.Op{Process: history.Process(proc), Type: history.Invoke, F: history.FSend, Mops: []history.Mop{history.Send(key, v)}})
+		key := kit.Key(w.cfg.Topic, p)
+		w.Write(history.Op{Process: history.Process(proc), Type: history.Invoke, F: history.FSend, Mops: []history.Mop{history.Send(key, v)}})
 		rec := &kgo.Record{Topic: w.cfg.Topic, Partition: p, Value: strconv.AppendInt(nil, v, 10)}
 		sctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 		err := cl.ProduceSync(sctx, rec).FirstErr()
 		cancel()
 		m := history.Send(key, v)
-		typ := queue.Classify(err, true)
+		typ := kit.Classify(err, true)
 		if typ == history.OK {
 			m.Offset = rec.Offset
 		}
-		w.write(history.Op{Process: history.Process(proc), Type: typ, F: history.FSend, Mops: []history.Mop{m}, Error: queue.ErrorName(err)})
+		w.Write(history.Op{Process: history.Process(proc), Type: typ, F: history.FSend, Mops: []history.Mop{m}, Error: kit.ErrorName(err)})
 	}
 }
 
 // pipeline is one consume-transform-produce instance.
 func (w *Workload) pipeline(ctx context.Context, i int) {
-	proc := w.newProc()
+	proc := w.NewProcess()
 	for ctx.Err() == nil {
 		opts := append(w.baseOpts(), kgo.TransactionalID(TransactionalIDs(w.cfg.Pipelines)[i]), kgo.TransactionTimeout(w.cfg.TxnTimeout),
 			kgo.ConsumerGroup(Group), kgo.ConsumeTopics(w.cfg.Topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -305,8 +289,8 @@ func (w *Workload) pipeline(ctx context.Context, i int) {
 				crash["at"] = CrashAtOffsetCommit
 			}
 			raw, _ := json.Marshal(crash)
-			w.write(history.Op{Process: history.Process(proc), Type: history.Info, F: history.FCrash, Raw: raw})
-			proc = w.newProc()
+			w.Write(history.Op{Process: history.Process(proc), Type: history.Info, F: history.FCrash, Raw: raw})
+			proc = w.NewProcess()
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
@@ -344,16 +328,16 @@ func (w *Workload) step(sess *kgo.GroupTransactSession, proc int) bool {
 		ov := v*OutScale + w.attempts[k]
 		w.mu.Unlock()
 		out = append(out, &kgo.Record{Topic: w.cfg.OutTopic(), Partition: r.Partition, Value: strconv.AppendInt(nil, ov, 10)})
-		sends = append(sends, history.Send(queue.Key(w.cfg.OutTopic(), r.Partition), ov))
+		sends = append(sends, history.Send(kit.Key(w.cfg.OutTopic(), r.Partition), ov))
 	})
 	for _, p := range slices.Sorted(mapKeys(byPart)) {
-		poll.Polls = append(poll.Polls, history.KeyRecords{Key: queue.Key(w.cfg.Topic, p), Records: byPart[p]})
+		poll.Polls = append(poll.Polls, history.KeyRecords{Key: kit.Key(w.cfg.Topic, p), Records: byPart[p]})
 	}
 	inv := append([]history.Mop{history.Poll()}, sends...)
-	w.write(history.Op{Process: history.Process(proc), Type: history.Invoke, F: history.FTxn, Mops: inv})
+	w.Write(history.Op{Process: history.Process(proc), Type: history.Invoke, F: history.FTxn, Mops: inv})
 	done := append([]history.Mop{poll}, slices.Clone(sends)...)
 	finish := func(typ history.Type, e error) bool {
-		w.write(history.Op{Process: history.Process(proc), Type: typ, F: history.FTxn, Mops: done, Error: queue.ErrorName(e)})
+		w.Write(history.Op{Process: history.Process(proc), Type: typ, F: history.FTxn, Mops: done, Error: kit.ErrorName(e)})
 		return e == nil
 	}
 	if err := sess.Begin(); err != nil {

@@ -11,12 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/history"
-	"gregor/workloads/queue"
+	"gregor/workloads/kit"
 )
-
-// emptyPollsAtEnd successive empty polls end the final read once no
-// transaction is open (as the txn workload's).
-const emptyPollsAtEnd = 3
 
 // FinalRead waits until no transaction is open on the output, reads the
 // output and the input read_committed from offset 0 (poll lines; the
@@ -31,28 +27,10 @@ func (w *Workload) FinalRead(ctx context.Context) error {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	out := w.cfg.OutTopic()
-	for {
-		if ctx.Err() != nil {
-			return fmt.Errorf("final read: %s: a transaction stayed open: %w", out, ctx.Err())
-		}
-		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		hw, err1 := adm.ListEndOffsets(lctx, out)
-		lso, err2 := adm.ListCommittedOffsets(lctx, out)
-		cancel()
-		stable := err1 == nil && err2 == nil
-		for p := range w.cfg.Partitions {
-			h, ok1 := hw.Lookup(out, int32(p))
-			l, ok2 := lso.Lookup(out, int32(p))
-			if !ok1 || !ok2 || h.Err != nil || l.Err != nil || l.Offset < h.Offset {
-				stable = false
-			}
-		}
-		if stable {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	if _, err := kit.StableEnds(ctx, adm, out, w.cfg.Partitions); err != nil {
+		return fmt.Errorf("final read: %s: a transaction stayed open: %w", out, err)
 	}
-	proc := history.Process(w.newProc())
+	proc := history.Process(w.NewProcess())
 	offs := map[int32]kgo.Offset{}
 	for p := range w.cfg.Partitions {
 		offs[int32(p)] = kgo.NewOffset().At(0)
@@ -66,20 +44,20 @@ func (w *Workload) FinalRead(ctx context.Context) error {
 	var keys []string
 	for _, topic := range []string{w.cfg.Topic, out} {
 		for p := range w.cfg.Partitions {
-			keys = append(keys, queue.Key(topic, int32(p)))
+			keys = append(keys, kit.Key(topic, int32(p)))
 		}
 	}
-	w.write(history.Op{Process: proc, Type: history.Invoke, F: history.FAssign, Keys: keys})
-	w.write(history.Op{Process: proc, Type: history.OK, F: history.FAssign, Keys: keys})
-	for empty := 0; empty < emptyPollsAtEnd && ctx.Err() == nil; {
-		w.write(history.Op{Process: proc, Type: history.Invoke, F: history.FPoll, Mops: []history.Mop{history.Poll()}})
+	w.Write(history.Op{Process: proc, Type: history.Invoke, F: history.FAssign, Keys: keys})
+	w.Write(history.Op{Process: proc, Type: history.OK, F: history.FAssign, Keys: keys})
+	for empty := 0; empty < kit.EmptyPollsAtEnd && ctx.Err() == nil; {
+		w.Write(history.Op{Process: proc, Type: history.Invoke, F: history.FPoll, Mops: []history.Mop{history.Poll()}})
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		fs := rd.PollFetches(pctx)
 		cancel()
 		byKey := map[string][]history.Record{}
 		fs.EachRecord(func(r *kgo.Record) {
 			if v, err := strconv.ParseInt(string(r.Value), 10, 64); err == nil {
-				k := queue.Key(r.Topic, r.Partition)
+				k := kit.Key(r.Topic, r.Partition)
 				byKey[k] = append(byKey[k], history.Record{Offset: r.Offset, Value: v})
 			}
 		})
@@ -90,14 +68,14 @@ func (w *Workload) FinalRead(ctx context.Context) error {
 				m.Polls = append(m.Polls, history.KeyRecords{Key: k, Records: rs})
 			}
 		}
-		w.write(history.Op{Process: proc, Type: history.OK, F: history.FPoll, Mops: []history.Mop{m}})
+		w.Write(history.Op{Process: proc, Type: history.OK, F: history.FPoll, Mops: []history.Mop{m}})
 		if len(m.Polls) == 0 {
 			empty++
 		} else {
 			empty = 0
 		}
 	}
-	w.write(history.Op{Process: proc, Type: history.Invoke, F: history.FEOSOffsets})
+	w.Write(history.Op{Process: proc, Type: history.Invoke, F: history.FEOSOffsets})
 	var committed kadm.OffsetResponses
 	for ctx.Err() == nil {
 		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -109,16 +87,16 @@ func (w *Workload) FinalRead(ctx context.Context) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	if err != nil {
-		w.write(history.Op{Process: proc, Type: history.Fail, F: history.FEOSOffsets, Error: err.Error()})
+		w.Write(history.Op{Process: proc, Type: history.Fail, F: history.FEOSOffsets, Error: err.Error()})
 		return fmt.Errorf("final read: the group's offsets: %w", err)
 	}
 	v := history.EOSOffsets{Input: w.cfg.Topic, Output: out, Group: Group, Offsets: map[string]int64{}}
 	committed.Each(func(o kadm.OffsetResponse) {
 		if o.Topic == w.cfg.Topic && o.Err == nil {
-			v.Offsets[queue.Key(o.Topic, o.Partition)] = o.At
+			v.Offsets[kit.Key(o.Topic, o.Partition)] = o.At
 		}
 	})
 	raw, _ := json.Marshal(v)
-	w.write(history.Op{Process: proc, Type: history.OK, F: history.FEOSOffsets, Raw: raw})
+	w.Write(history.Op{Process: proc, Type: history.OK, F: history.FEOSOffsets, Raw: raw})
 	return nil
 }

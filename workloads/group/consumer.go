@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/history"
-	"gregor/workloads/queue"
+	"gregor/workloads/kit"
 )
 
 // endReason is why a consumer's run ended.
@@ -178,7 +178,7 @@ func (c *consumer) run(ctx context.Context) endReason {
 			if c.crashReq.Load() && i >= 1 && i >= len(batch)/2 {
 				return endCrash
 			}
-			if cfg.CommitMode == CommitBefore && !committed[queue.Key(r.Topic, r.Partition)] {
+			if cfg.CommitMode == CommitBefore && !committed[kit.Key(r.Topic, r.Partition)] {
 				continue
 			}
 			c.process(r)
@@ -214,7 +214,7 @@ func (c *consumer) poll() []*kgo.Record {
 	fs.EachRecord(func(r *kgo.Record) {
 		v, err := strconv.ParseInt(string(r.Value), 10, 64)
 		if err != nil {
-			parseErr = fmt.Errorf("%s offset %d: value %q is not an integer", queue.Key(r.Topic, r.Partition), r.Offset, r.Value)
+			parseErr = fmt.Errorf("%s offset %d: value %q is not an integer", kit.Key(r.Topic, r.Partition), r.Offset, r.Value)
 			return
 		}
 		byPart[r.Partition] = append(byPart[r.Partition], history.Record{Offset: r.Offset, Value: v})
@@ -223,12 +223,12 @@ func (c *consumer) poll() []*kgo.Record {
 	m := history.Poll()
 	m.Polls = []history.KeyRecords{}
 	for _, p := range slices.Sorted(maps.Keys(byPart)) {
-		m.Polls = append(m.Polls, history.KeyRecords{Key: queue.Key(c.w.prod.Topic, p), Records: byPart[p]})
+		m.Polls = append(m.Polls, history.KeyRecords{Key: kit.Key(c.w.prod.Topic, p), Records: byPart[p]})
 	}
 	op := history.Op{Process: proc, Type: history.OK, F: history.FPoll, Mops: []history.Mop{m}}
 	for _, fe := range fs.Errors() {
 		if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
-			op.Error = queue.ErrorName(fe.Err)
+			op.Error = kit.ErrorName(fe.Err)
 		}
 	}
 	if parseErr != nil {
@@ -245,7 +245,7 @@ func (c *consumer) poll() []*kgo.Record {
 func (c *consumer) process(r *kgo.Record) {
 	cfg := &c.w.cfg
 	v, _ := strconv.ParseInt(string(r.Value), 10, 64) // poll checked it
-	recs := []history.KeyRecords{{Key: queue.Key(r.Topic, r.Partition), Records: []history.Record{{Offset: r.Offset, Value: v}}}}
+	recs := []history.KeyRecords{{Key: kit.Key(r.Topic, r.Partition), Records: []history.Record{{Offset: r.Offset, Value: v}}}}
 	for attempt := 1; ; attempt++ {
 		if cfg.ProcessingTime > 0 {
 			time.Sleep(cfg.ProcessingTime)
@@ -310,7 +310,7 @@ func (c *consumer) recordCommit(req *kmsg.OffsetCommitRequest, resp *kmsg.Offset
 	var order []string
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			k := queue.Key(t.Topic, p.Partition)
+			k := kit.Key(t.Topic, p.Partition)
 			if _, dup := sent[k]; !dup {
 				order = append(order, k)
 			}
@@ -324,18 +324,18 @@ func (c *consumer) recordCommit(req *kmsg.OffsetCommitRequest, resp *kmsg.Offset
 	errName := ""
 	accepted := map[string]bool{}
 	if err != nil {
-		errName = queue.ErrorName(err)
+		errName = kit.ErrorName(err)
 		for _, k := range order {
 			badOffs = append(badOffs, history.KeyOffset{Key: k, Offset: sent[k]})
 		}
 	} else if resp != nil {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				k := queue.Key(t.Topic, p.Partition)
+				k := kit.Key(t.Topic, p.Partition)
 				if p.ErrorCode == 0 {
 					accepted[k] = true
 				} else if errName == "" {
-					errName = queue.ErrorName(kerr.ErrorForCode(p.ErrorCode))
+					errName = kit.ErrorName(kerr.ErrorForCode(p.ErrorCode))
 				}
 			}
 		}
@@ -382,7 +382,7 @@ func (c *consumer) keys(m map[string][]int32) []string {
 	keys := []string{}
 	for t, ps := range m {
 		for _, p := range ps {
-			keys = append(keys, queue.Key(t, p))
+			keys = append(keys, kit.Key(t, p))
 		}
 	}
 	slices.Sort(keys)

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"gregor/history"
@@ -21,11 +20,10 @@ type Workload struct {
 	cfg Config
 	// prod is the producers' config, validated: the consumers read its
 	// Bootstrap, Topic, PollTimeout and Seed.
-	prod  queue.Config
-	q     *queue.Workload
-	h     *history.Writer
-	epoch time.Time
-	ops   atomic.Int64
+	prod queue.Config
+	// q is the producers; its recorder writes the consumers' operations
+	// too, so processes and the progress count are one run's.
+	q *queue.Workload
 
 	mu sync.Mutex
 	// slots[i] is consumer slot i; a slot's consumer is replaced on crash,
@@ -71,7 +69,7 @@ func New(producers queue.Config, cfg Config, h *history.Writer, epoch time.Time)
 	if err != nil {
 		return nil, err
 	}
-	w := &Workload{cfg: cfg, prod: producers, q: q, h: h, epoch: epoch,
+	w := &Workload{cfg: cfg, prod: producers, q: q,
 		rng: rand.New(rand.NewPCG(uint64(producers.Seed), 0x67726f7570))} // "group"
 	for range cfg.Consumers {
 		w.addSlot()
@@ -96,15 +94,9 @@ func (w *Workload) newSlotLocked() *slot {
 }
 
 // Ops is the number of operations completed so far, producers included.
-func (w *Workload) Ops() int64 { return w.ops.Load() + w.q.Ops() }
+func (w *Workload) Ops() int64 { return w.q.Ops() }
 
-func (w *Workload) write(op history.Op) {
-	op.Time = int64(time.Since(w.epoch))
-	if op.Type != history.Invoke {
-		w.ops.Add(1)
-	}
-	w.h.Write(op)
-}
+func (w *Workload) write(op history.Op) { w.q.Write(op) }
 
 // Run drives the producers and the consumer slots until ctx is done, then
 // waits for every consumer to close.

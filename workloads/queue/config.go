@@ -10,7 +10,7 @@ import (
 	"net"
 	"time"
 
-	"gregor/history"
+	"gregor/workloads/kit"
 )
 
 // Config is a workload's configuration.
@@ -36,7 +36,7 @@ type Config struct {
 	// records a producer process keeps in flight. Each send operation then
 	// carries MaxInFlight sends, each produced once the request carrying the
 	// one before is written (see send). 0 or 1: one record at a time. At
-	// most MaxInFlightIdempotent with idempotence, MaxInFlightLimit without.
+	// most kit.MaxInFlightIdempotent with idempotence, kit.MaxInFlightLimit without.
 	MaxInFlight int
 	// Producers and Consumers are the client processes (each runs one
 	// operation at a time on its own client).
@@ -79,62 +79,19 @@ func (c *Config) produceTimeouts() (request, overhead time.Duration) {
 	return c.ResponseTimeout - overhead, overhead
 }
 
-// MaxClients bounds Producers+Consumers: each is a goroutine with a client.
-const MaxClients = 256
-
-// MaxInFlightIdempotent is Kafka's bound on max.in.flight.requests.per.connection
-// for an idempotent producer (ProducerConfig refuses more: the broker keeps
-// the last five batches per producer to recognise retries; KAFKA-5494).
-const MaxInFlightIdempotent = 5
-
-// MaxInFlightLimit bounds MaxInFlight without idempotence: a send operation
-// carries that many records, and the history's operations stay small.
-const MaxInFlightLimit = 16
-
-// MaxRate bounds Rate: the limiter ticks once per send.
-const MaxRate = 100000
-
-// DefaultDeliveryTimeout is delivery.timeout.ms when none is given: short,
-// so a send a fault stalls is settled (failed or indeterminate) within a
-// test rather than after Kafka's two minutes.
-const DefaultDeliveryTimeout = 5 * time.Second
-
 // Validate checks c's settings and fills defaults; each error names the
 // gregor run flag that fixes it.
 func (c *Config) Validate() error {
 	if c.Topic == "" {
-		c.Topic = "queue"
+		c.Topic = kit.DefaultTopic
 	}
-	if c.Partitions < 1 {
-		return fmt.Errorf("--partitions %d: give at least 1", c.Partitions)
+	// The producers' settings are every workload's (kit.Shared.Validate).
+	sh := kit.Shared{Partitions: c.Partitions, Acks: c.Acks, Idempotence: c.Idempotence, MaxInFlight: c.MaxInFlight,
+		DeliveryTimeout: c.DeliveryTimeout, Rate: c.Rate, Producers: c.Producers}
+	if err := sh.Validate(c.Consumers); err != nil {
+		return err
 	}
-	acks, err := history.ParseAcks(c.Acks)
-	if err != nil {
-		return fmt.Errorf("--%w", err)
-	}
-	c.Acks = acks
-	if c.Idempotence && c.Acks != "all" {
-		return fmt.Errorf("--idempotence with --acks %s: an idempotent producer needs every acknowledgement; franz-go, like Kafka, requires acks=all for idempotence; use --acks all or drop --idempotence", c.Acks)
-	}
-	if c.Producers < 1 || c.Consumers < 0 || c.Producers+c.Consumers > MaxClients {
-		return fmt.Errorf("--concurrency %d and --consumers %d: give at least one producer and at most %d clients", c.Producers, c.Consumers, MaxClients)
-	}
-	if c.Rate < 0 || c.Rate > MaxRate {
-		return fmt.Errorf("--rate %v: give 0 (unlimited) to %d", c.Rate, MaxRate)
-	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 1
-	}
-	switch {
-	case c.MaxInFlight < 1 || c.MaxInFlight > MaxInFlightLimit:
-		return fmt.Errorf("--max-in-flight %d: give 1 to %d", c.MaxInFlight, MaxInFlightLimit)
-	case c.Idempotence && c.MaxInFlight > MaxInFlightIdempotent:
-		return fmt.Errorf("--max-in-flight %d with --idempotence: Kafka allows an idempotent producer at most %d requests in flight (the broker dedupes the last %d batches); give at most %d or drop --idempotence",
-			c.MaxInFlight, MaxInFlightIdempotent, MaxInFlightIdempotent, MaxInFlightIdempotent)
-	}
-	if c.DeliveryTimeout <= 0 {
-		c.DeliveryTimeout = DefaultDeliveryTimeout
-	}
+	c.Acks, c.MaxInFlight, c.DeliveryTimeout = sh.Acks, sh.MaxInFlight, sh.DeliveryTimeout
 	if c.ResponseTimeout != 0 && (c.ResponseTimeout < MinResponseTimeout || c.ResponseTimeout > c.DeliveryTimeout+requestOverhead) {
 		return fmt.Errorf("response timeout %v: give %v to the delivery timeout plus %v (%v)", c.ResponseTimeout,
 			MinResponseTimeout, requestOverhead, c.DeliveryTimeout+requestOverhead)
@@ -145,14 +102,11 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Key is the history key of a partition.
-func Key(topic string, partition int32) string { return fmt.Sprintf("%s/%d", topic, partition) }
-
 // Keys lists every key of c.
 func (c *Config) Keys() []string {
 	keys := make([]string, c.Partitions)
 	for p := range keys {
-		keys[p] = Key(c.Topic, int32(p))
+		keys[p] = kit.Key(c.Topic, int32(p))
 	}
 	return keys
 }

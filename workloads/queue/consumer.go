@@ -13,6 +13,7 @@ import (
 
 	"gregor/history"
 	"gregor/internal/sleep"
+	"gregor/workloads/kit"
 )
 
 // reader is a consumer process: a client assigned every key at positions.
@@ -28,7 +29,7 @@ type reader struct {
 // assign starts a new client at pos and records the assign (invoke, ok).
 func (w *Workload) assign(proc int, pos []int64) (*client, error) {
 	keys := w.cfg.Keys()
-	w.write(history.Op{Process: history.Process(proc), Type: history.Invoke, F: history.FAssign, Keys: keys})
+	w.Write(history.Op{Process: history.Process(proc), Type: history.Invoke, F: history.FAssign, Keys: keys})
 	offs := map[int32]kgo.Offset{}
 	for p, o := range pos {
 		offs[int32(p)] = kgo.NewOffset().At(o)
@@ -37,29 +38,29 @@ func (w *Workload) assign(proc int, pos []int64) (*client, error) {
 		kgo.FetchMaxWait(min(w.cfg.PollTimeout, 500*time.Millisecond)))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		w.write(history.Op{Process: history.Process(proc), Type: history.Fail, F: history.FAssign, Keys: keys, Error: err.Error()})
+		w.Write(history.Op{Process: history.Process(proc), Type: history.Fail, F: history.FAssign, Keys: keys, Error: err.Error()})
 		return nil, err
 	}
-	w.write(history.Op{Process: history.Process(proc), Type: history.OK, F: history.FAssign, Keys: keys})
-	c := &client{proc: proc, cl: cl}
-	w.register(c)
+	w.Write(history.Op{Process: history.Process(proc), Type: history.OK, F: history.FAssign, Keys: keys})
+	c := &client{Proc: proc, Cl: cl}
+	w.live.Register(c)
 	return c, nil
 }
 
 // poll runs one poll operation. It reports whether the client hit an error
 // that calls for a re-assign (a fetch error other than the poll's timeout).
 func (w *Workload) poll(r *reader) (needReassign bool) {
-	proc := history.Process(r.c.proc)
-	w.write(history.Op{Process: proc, Type: history.Invoke, F: history.FPoll, Mops: []history.Mop{history.Poll()}})
+	proc := history.Process(r.c.Proc)
+	w.Write(history.Op{Process: proc, Type: history.Invoke, F: history.FPoll, Mops: []history.Mop{history.Poll()}})
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.PollTimeout)
-	fs := r.c.cl.PollRecords(ctx, 10000)
+	fs := r.c.Cl.PollRecords(ctx, 10000)
 	cancel()
 	byPart := make([][]history.Record, w.cfg.Partitions)
 	var parseErr error
 	fs.EachRecord(func(rec *kgo.Record) {
 		v, err := strconv.ParseInt(string(rec.Value), 10, 64)
 		if err != nil {
-			parseErr = fmt.Errorf("%s offset %d: value %q is not an integer", Key(rec.Topic, rec.Partition), rec.Offset, rec.Value)
+			parseErr = fmt.Errorf("%s offset %d: value %q is not an integer", kit.Key(rec.Topic, rec.Partition), rec.Offset, rec.Value)
 			return
 		}
 		if int(rec.Partition) < len(byPart) {
@@ -70,7 +71,7 @@ func (w *Workload) poll(r *reader) (needReassign bool) {
 	m := history.Poll()
 	for p, recs := range byPart {
 		if len(recs) > 0 {
-			m.Polls = append(m.Polls, history.KeyRecords{Key: Key(w.cfg.Topic, int32(p)), Records: recs})
+			m.Polls = append(m.Polls, history.KeyRecords{Key: kit.Key(w.cfg.Topic, int32(p)), Records: recs})
 		}
 	}
 	if m.Polls == nil {
@@ -83,20 +84,20 @@ func (w *Workload) poll(r *reader) (needReassign bool) {
 			continue
 		}
 		needReassign = true
-		op.Error = ErrorName(fe.Err)
+		op.Error = kit.ErrorName(fe.Err)
 	}
 	if parseErr != nil {
 		op.Error, needReassign = parseErr.Error(), true
 	}
-	w.write(op)
-	return needReassign || r.c.crashed.Load()
+	w.Write(op)
+	return needReassign || r.c.Crashed()
 }
 
 // consumeLoop polls every key from offset 0 until ctx is done, re-assigning
 // (a new client at the same positions) after errors and crashes.
 func (w *Workload) consumeLoop(ctx context.Context) {
 	r := &reader{pos: make([]int64, w.cfg.Partitions)}
-	proc := w.newProc()
+	proc := w.NewProcess()
 	for ctx.Err() == nil {
 		c, err := w.assign(proc, r.pos)
 		if err != nil {
@@ -108,18 +109,15 @@ func (w *Workload) consumeLoop(ctx context.Context) {
 				break
 			}
 		}
-		w.unregister(c)
-		if c.crashed.Load() {
-			w.crashEvent(c)
-			proc = w.newProc()
+		w.live.Unregister(c)
+		if c.Crashed() {
+			w.CrashEvent(c.Proc)
+			proc = w.NewProcess()
 		} else if ctx.Err() == nil {
 			time.Sleep(100 * time.Millisecond) // let metadata settle before re-assigning
 		}
 	}
 }
-
-// MaxFinalReassigns bounds the final reader's re-assigns after errors.
-const MaxFinalReassigns = 100
 
 // settleFor is how long the listed end offsets must stay put, below an
 // acknowledged offset, before the final read takes those records as gone
@@ -145,7 +143,7 @@ const (
 // were not read to their end.
 func (w *Workload) FinalRead(ctx context.Context) error {
 	r := &reader{pos: make([]int64, w.cfg.Partitions)}
-	proc := w.newProc()
+	proc := w.NewProcess()
 	read := func(ctx context.Context, ends []int64) ([]int64, error) {
 		err := w.readTo(ctx, proc, r, ends)
 		return r.pos, err
@@ -189,9 +187,9 @@ func readPastAcks(ctx context.Context, acked []int64, settle time.Duration,
 }
 
 // readTo polls with r until r.pos reaches ends, re-assigning after errors
-// (at most MaxFinalReassigns times), and says which keys fell short.
+// (at most kit.MaxFinalReassigns times), and says which keys fell short.
 func (w *Workload) readTo(ctx context.Context, proc int, r *reader, ends []int64) error {
-	for range MaxFinalReassigns {
+	for range kit.MaxFinalReassigns {
 		if len(w.below(r.pos, ends)) == 0 || ctx.Err() != nil {
 			break
 		}
@@ -205,7 +203,7 @@ func (w *Workload) readTo(ctx context.Context, proc int, r *reader, ends []int64
 				break
 			}
 		}
-		w.unregister(c)
+		w.live.Unregister(c)
 	}
 	if short := w.below(r.pos, ends); len(short) > 0 {
 		return fmt.Errorf("final read incomplete: %v", short)
@@ -218,7 +216,7 @@ func (w *Workload) below(pos, target []int64) []string {
 	var short []string
 	for p, e := range target {
 		if pos[p] < e {
-			short = append(short, fmt.Sprintf("%s at %d of %d", Key(w.cfg.Topic, int32(p)), pos[p], e))
+			short = append(short, fmt.Sprintf("%s at %d of %d", kit.Key(w.cfg.Topic, int32(p)), pos[p], e))
 		}
 	}
 	return short
@@ -255,7 +253,7 @@ func (w *Workload) endOffsets(ctx context.Context) ([]int64, error) {
 				o, ok := res.Lookup(w.cfg.Topic, int32(p))
 				if !ok || o.Err != nil {
 					complete = false
-					last = fmt.Errorf("%s: %v", Key(w.cfg.Topic, int32(p)), o.Err)
+					last = fmt.Errorf("%s: %v", kit.Key(w.cfg.Topic, int32(p)), o.Err)
 					break
 				}
 				ends[p] = o.Offset

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/history"
+	"gregor/workloads/kit"
 )
 
 func (w *Workload) producerOpts(proc int, a *attempts) []kgo.Opt {
@@ -44,13 +45,13 @@ func (w *Workload) producerOpts(proc int, a *attempts) []kgo.Opt {
 // cannot be made (bad options: nothing to retry).
 func (w *Workload) newProducer() (*client, *attempts) {
 	a := newAttempts()
-	proc := w.newProc()
+	proc := w.NewProcess()
 	cl, err := kgo.NewClient(w.producerOpts(proc, a)...)
 	if err != nil {
 		return nil, nil
 	}
-	c := &client{proc: proc, cl: cl}
-	w.register(c)
+	c := &client{Proc: proc, Cl: cl}
+	w.live.Register(c)
 	return c, a
 }
 
@@ -64,7 +65,7 @@ func (w *Workload) produceLoop(ctx context.Context, tokens <-chan struct{}, rng 
 	if c == nil {
 		return
 	}
-	defer func() { w.unregister(c) }()
+	defer func() { w.live.Unregister(c) }()
 	for ctx.Err() == nil {
 		if !take(ctx, tokens) {
 			return
@@ -75,9 +76,9 @@ func (w *Workload) produceLoop(ctx context.Context, tokens <-chan struct{}, rng 
 		}
 		w.send(ctx, c, a, parts, tokens)
 		storeMax(&w.peakInFlight, int64(a.peakOpen()))
-		if c.crashed.Load() {
-			w.crashEvent(c)
-			w.unregister(c)
+		if c.Crashed() {
+			w.CrashEvent(c.Proc)
+			w.live.Unregister(c)
 			if c, a = w.newProducer(); c == nil {
 				return
 			}
@@ -96,10 +97,10 @@ func (w *Workload) produceLoop(ctx context.Context, tokens <-chan struct{}, rng 
 func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int32, tokens <-chan struct{}) {
 	mops := make([]history.Mop, len(parts))
 	for i, p := range parts {
-		mops[i] = history.Send(Key(w.cfg.Topic, p), w.next[p].Add(1))
+		mops[i] = history.Send(kit.Key(w.cfg.Topic, p), w.next[p].Add(1))
 	}
 	// The writer encodes the invoke at once: filling in offsets below leaves it as sent.
-	w.write(history.Op{Process: history.Process(c.proc), Type: history.Invoke, F: history.FSend, Mops: mops})
+	w.Write(history.Op{Process: history.Process(c.Proc), Type: history.Invoke, F: history.FSend, Mops: mops})
 	a.reset()
 	sctx, cancel := context.WithTimeout(context.Background(), w.cfg.DeliveryTimeout+5*time.Second)
 	defer cancel()
@@ -114,7 +115,7 @@ func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int
 		before := a.writes()
 		done := make(chan struct{})
 		wg.Add(1)
-		c.cl.Produce(sctx, recs[i], func(_ *kgo.Record, err error) {
+		c.Cl.Produce(sctx, recs[i], func(_ *kgo.Record, err error) {
 			errs[i] = err
 			close(done)
 			wg.Done()
@@ -124,20 +125,20 @@ func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int
 		}
 	}
 	wg.Wait()
-	op := history.Op{Process: history.Process(c.proc), Type: ClassifyOp(errs, a.clean() && !c.crashed.Load()), F: history.FSend, Mops: mops}
+	op := history.Op{Process: history.Process(c.Proc), Type: kit.ClassifyOp(errs, a.clean() && !c.Crashed()), F: history.FSend, Mops: mops}
 	for i, err := range errs {
 		if err == nil && w.cfg.Acks != "0" {
 			mops[i].Offset = recs[i].Offset
 			storeMax(&w.acked[parts[i]], recs[i].Offset+1)
 		}
 		if err != nil && op.Error == "" {
-			op.Error = ErrorName(err)
+			op.Error = kit.ErrorName(err)
 		}
 	}
-	if op.Error != "" && c.crashed.Load() {
+	if op.Error != "" && c.Crashed() {
 		op.Error = "CLIENT_CRASH: " + op.Error
 	}
-	w.write(op)
+	w.Write(op)
 }
 
 // take waits for a rate token (none needed when tokens is nil); false

@@ -20,7 +20,7 @@ import (
 	"net"
 	"time"
 
-	"gregor/workloads/queue"
+	"gregor/workloads/kit"
 )
 
 // Config is the txn workload's configuration.
@@ -73,8 +73,8 @@ func (c *Config) Validate() error {
 	if c.Topic == "" {
 		c.Topic = "txn"
 	}
-	if c.Producers < 1 || c.Consumers < 0 || c.Producers+c.Consumers > queue.MaxClients {
-		return fmt.Errorf("--concurrency %d and --consumers %d: give at least one transactional producer and at most %d clients", c.Producers, c.Consumers, queue.MaxClients)
+	if c.Producers < 1 || c.Consumers < 0 || c.Producers+c.Consumers > kit.MaxClients {
+		return fmt.Errorf("--concurrency %d and --consumers %d: give at least one transactional producer and at most %d clients", c.Producers, c.Consumers, kit.MaxClients)
 	}
 	if c.Partitions < c.Producers {
 		return fmt.Errorf("--partitions %d with --concurrency %d: the txn workload gives each transactional producer its own partitions (so a key's offset order is one producer's transaction order); raise --partitions to at least %d or lower --concurrency", c.Partitions, c.Producers, c.Producers)
@@ -82,8 +82,8 @@ func (c *Config) Validate() error {
 	if c.AbortRate < 0 || c.AbortRate > MaxAbortRate {
 		return fmt.Errorf("--abort-rate %v: give 0 to %v", c.AbortRate, MaxAbortRate)
 	}
-	if c.Rate < 0 || c.Rate > queue.MaxRate {
-		return fmt.Errorf("--rate %v: give 0 (unlimited) to %d", c.Rate, queue.MaxRate)
+	if c.Rate < 0 || c.Rate > kit.MaxRate {
+		return fmt.Errorf("--rate %v: give 0 (unlimited) to %d", c.Rate, kit.MaxRate)
 	}
 	if c.Think < 0 || c.Think > time.Second {
 		return fmt.Errorf("--txn-think %v: give 0 to 1s", c.Think)

@@ -2,7 +2,6 @@ package txn
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -16,31 +15,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/history"
-	"gregor/workloads/internal/live"
-	"gregor/workloads/queue"
+	"gregor/workloads/kit"
 )
 
 // Workload runs the transactional producers and the consumers of one test.
 type Workload struct {
-	cfg   Config
-	h     *history.Writer
-	epoch time.Time
+	cfg Config
+	*kit.Recorder
 
 	// next[p] is the last value handed out for partition p: values of a key
 	// are unique across the test (only an atomic Add hands them out).
-	next     []atomic.Int64
-	nextProc atomic.Int64
-	ops      atomic.Int64
+	next []atomic.Int64
 
-	live *live.Set[*client] // for Crash and PauseProducer
+	live *kit.Clients[*client] // for Crash and PauseProducer
 }
 
-// client is one process's franz-go client; crashed is set by Crash, which
-// closes cl under the running operation.
+// client is one process's franz-go client (kit.Client: Crash closes it
+// under the running operation).
 type client struct {
-	proc    int
-	cl      *kgo.Client
-	crashed atomic.Bool
+	kit.Client
 	// producer: a transactional producer's client; pause is a
 	// pause-producer fault waiting for its next send.
 	producer bool
@@ -74,13 +67,13 @@ func TransactionalIDs(n int) []string {
 // the epoch (fencing it) while the producer believes it open; then it goes
 // on as if nothing happened, as a paused JVM would.
 func (w *Workload) PauseProducer(hold time.Duration) (int, time.Duration, <-chan struct{}, bool) {
-	_, c, ok := w.live.Draw(func(c *client) bool { return c.producer && !c.crashed.Load() && c.pause.Load() == nil })
+	_, c, ok := w.live.Draw(func(c *client) bool { return c.producer && !c.Crashed() && c.pause.Load() == nil })
 	if !ok {
 		return -1, 0, nil, false
 	}
 	req := &pauseReq{hold: max(hold, w.cfg.TxnTimeout*3/2), resumed: make(chan struct{})}
 	c.pause.Store(req)
-	return c.proc, req.hold, req.resumed, true
+	return c.Proc, req.hold, req.resumed, true
 }
 
 // New prepares a workload writing to h, with times relative to epoch.
@@ -91,56 +84,21 @@ func New(cfg Config, h *history.Writer, epoch time.Time) (*Workload, error) {
 	if len(cfg.Bootstrap) == 0 {
 		return nil, errors.New("txn: no bootstrap brokers")
 	}
-	return &Workload{cfg: cfg, h: h, epoch: epoch, next: make([]atomic.Int64, cfg.Partitions),
-		live: live.New[*client](rand.New(rand.NewPCG(uint64(cfg.Seed), 0x74786e)))}, nil
+	return &Workload{cfg: cfg, Recorder: kit.NewRecorder(h, epoch), next: make([]atomic.Int64, cfg.Partitions),
+		live: kit.NewClients[*client](cfg.Seed, 0x74786e)}, nil
 }
 
-// Ops is the number of operations completed so far.
-func (w *Workload) Ops() int64 { return w.ops.Load() }
-
-func (w *Workload) write(op history.Op) {
-	op.Time = int64(time.Since(w.epoch))
-	if op.Type != history.Invoke {
-		w.ops.Add(1)
-	}
-	w.h.Write(op)
-}
-
-func (w *Workload) newProc() int { return int(w.nextProc.Add(1) - 1) }
-
-func (w *Workload) register(c *client) { w.live.Add(c.proc, c) }
-
-func (w *Workload) unregister(c *client) {
-	w.live.Remove(c.proc)
-	c.cl.Close()
-}
-
-// Crash is the client-crash nemesis's hook, as queue.Workload.Crash: one
-// running client (drawn from the seeded RNG) is torn down under its
-// operation; its process is retired and its goroutine goes on as a new
-// process on a new client (a producer with the same transactional id, which
-// fences the old one, as a restarted application would).
-func (w *Workload) Crash() (process int, tearDown func(), ok bool) {
-	_, c, ok := w.live.Draw(func(c *client) bool { return !c.crashed.Load() })
-	if !ok {
-		return -1, nil, false
-	}
-	return c.proc, func() {
-		c.crashed.Store(true)
-		go c.cl.Close()
-	}, true
-}
-
-func (w *Workload) crashEvent(c *client) {
-	raw, _ := json.Marshal(map[string]any{"process": c.proc})
-	w.write(history.Op{Process: history.Process(c.proc), Type: history.Info, F: history.FCrash, Raw: raw})
-}
+// Crash is the client-crash nemesis's hook (kit.Clients.Crash): its
+// process goes on as a new process on a new client (a producer with the
+// same transactional id, which fences the old one, as a restarted
+// application would).
+func (w *Workload) Crash() (process int, tearDown func(), ok bool) { return w.live.Crash() }
 
 // Run drives producers and consumers until ctx is done, then waits for each
 // process's operation in flight (each bounded by the request timeouts).
 func (w *Workload) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	tokens := limiter(ctx, w.cfg.Rate, w.cfg.Producers)
+	tokens := kit.Limiter(ctx, w.cfg.Rate, w.cfg.Producers)
 	seeds := rand.New(rand.NewPCG(uint64(w.cfg.Seed), 1))
 	for i := range w.cfg.Producers {
 		s := seeds.Uint64()
@@ -154,31 +112,6 @@ func (w *Workload) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
-}
-
-// limiter hands out one token per transaction at rate; nil: unlimited.
-func limiter(ctx context.Context, rate float64, burst int) <-chan struct{} {
-	if rate <= 0 {
-		return nil
-	}
-	ch := make(chan struct{}, max(1, burst))
-	every := time.Duration(float64(time.Second) / rate)
-	go func() {
-		t := time.NewTicker(max(every, time.Microsecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				select {
-				case ch <- struct{}{}:
-				default:
-				}
-			}
-		}
-	}()
-	return ch
 }
 
 func (w *Workload) baseOpts() []kgo.Opt {
@@ -216,7 +149,7 @@ func (w *Workload) consumeOpts(pos []int64, committed bool) []kgo.Opt {
 func (w *Workload) keys() []string {
 	ks := make([]string, w.cfg.Partitions)
 	for p := range ks {
-		ks[p] = queue.Key(w.cfg.Topic, int32(p))
+		ks[p] = kit.Key(w.cfg.Topic, int32(p))
 	}
 	return ks
 }
@@ -225,12 +158,12 @@ func (w *Workload) keys() []string {
 // forgets the process's poll positions there.
 func (w *Workload) assign(proc int, ok bool, err error) {
 	p := history.Process(proc)
-	w.write(history.Op{Process: p, Type: history.Invoke, F: history.FAssign, Keys: w.keys()})
+	w.Write(history.Op{Process: p, Type: history.Invoke, F: history.FAssign, Keys: w.keys()})
 	if ok {
-		w.write(history.Op{Process: p, Type: history.OK, F: history.FAssign, Keys: w.keys()})
+		w.Write(history.Op{Process: p, Type: history.OK, F: history.FAssign, Keys: w.keys()})
 		return
 	}
-	w.write(history.Op{Process: p, Type: history.Fail, F: history.FAssign, Keys: w.keys(), Error: queue.ErrorName(err)})
+	w.Write(history.Op{Process: p, Type: history.Fail, F: history.FAssign, Keys: w.keys(), Error: kit.ErrorName(err)})
 }
 
 // pollOnce polls c once and returns the records per partition (advancing
@@ -239,14 +172,14 @@ func (w *Workload) pollOnce(c *client, pos []int64, timeout time.Duration) (hist
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	// PollFetches, not PollRecords: a record limit could cut a fetch
 	// inside a transaction (intermediate-read).
-	fs := c.cl.PollFetches(ctx)
+	fs := c.Cl.PollFetches(ctx)
 	cancel()
 	byPart := make([][]history.Record, w.cfg.Partitions)
 	bad := ""
 	fs.EachRecord(func(rec *kgo.Record) {
 		v, err := strconv.ParseInt(string(rec.Value), 10, 64)
 		if err != nil {
-			bad = fmt.Sprintf("%s offset %d: value %q is not an integer", queue.Key(rec.Topic, rec.Partition), rec.Offset, rec.Value)
+			bad = fmt.Sprintf("%s offset %d: value %q is not an integer", kit.Key(rec.Topic, rec.Partition), rec.Offset, rec.Value)
 			return
 		}
 		if int(rec.Partition) < len(byPart) {
@@ -258,7 +191,7 @@ func (w *Workload) pollOnce(c *client, pos []int64, timeout time.Duration) (hist
 	m.Polls = []history.KeyRecords{}
 	for p, recs := range byPart {
 		if len(recs) > 0 {
-			m.Polls = append(m.Polls, history.KeyRecords{Key: queue.Key(w.cfg.Topic, int32(p)), Records: recs})
+			m.Polls = append(m.Polls, history.KeyRecords{Key: kit.Key(w.cfg.Topic, int32(p)), Records: recs})
 		}
 	}
 	errName, reset := bad, bad != ""
@@ -266,16 +199,16 @@ func (w *Workload) pollOnce(c *client, pos []int64, timeout time.Duration) (hist
 		if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
 			continue
 		}
-		errName, reset = queue.ErrorName(fe.Err), true
+		errName, reset = kit.ErrorName(fe.Err), true
 	}
-	return m, errName, reset || c.crashed.Load()
+	return m, errName, reset || c.Crashed()
 }
 
 // produceLoop runs producer i's transactions until ctx is done.
 func (w *Workload) produceLoop(ctx context.Context, i int, tokens <-chan struct{}, rng *rand.Rand) {
 	owned := w.cfg.owned(i)
 	pos := make([]int64, w.cfg.Partitions)
-	proc := w.newProc()
+	proc := w.NewProcess()
 	txnID := TransactionalIDs(w.cfg.Producers)[i]
 	for ctx.Err() == nil {
 		opts := append(w.baseOpts(), w.consumeOpts(pos, true)...)
@@ -291,9 +224,9 @@ func (w *Workload) produceLoop(ctx context.Context, i int, tokens <-chan struct{
 			w.assign(proc, false, err)
 			return
 		}
-		c := &client{proc: proc, cl: cl, producer: true}
+		c := &client{Client: kit.Client{Proc: proc, Cl: cl}, producer: true}
 		w.assign(proc, true, nil)
-		w.register(c)
+		w.live.Register(c)
 		for ctx.Err() == nil {
 			if tokens != nil {
 				select {
@@ -308,13 +241,13 @@ func (w *Workload) produceLoop(ctx context.Context, i int, tokens <-chan struct{
 				break
 			}
 		}
-		w.unregister(c)
+		w.live.Unregister(c)
 		if req := c.pause.Load(); req != nil {
 			req.done() // the client is gone: no pause will come
 		}
-		if c.crashed.Load() {
-			w.crashEvent(c)
-			proc = w.newProc()
+		if c.Crashed() {
+			w.CrashEvent(c.Proc)
+			proc = w.NewProcess()
 		} else if ctx.Err() == nil {
 			time.Sleep(100 * time.Millisecond) // let metadata settle before a new client
 		}
@@ -334,11 +267,11 @@ func (w *Workload) transact(c *client, owned []int32, pos []int64, rng *rand.Ran
 		}
 		p := owned[rng.IntN(len(owned))]
 		parts[j] = p
-		mops[j] = history.Send(queue.Key(w.cfg.Topic, p), w.next[p].Add(1))
+		mops[j] = history.Send(kit.Key(w.cfg.Topic, p), w.next[p].Add(1))
 	}
 	abort := rng.Float64() < w.cfg.AbortRate
-	proc := history.Process(c.proc)
-	w.write(history.Op{Process: proc, Type: history.Invoke, F: history.FTxn, Mops: slices.Clone(mops)})
+	proc := history.Process(c.Proc)
+	w.Write(history.Op{Process: proc, Type: history.Invoke, F: history.FTxn, Mops: slices.Clone(mops)})
 	done := slices.Clone(mops)
 	for j := range done {
 		if done[j].Kind == history.MopPoll {
@@ -346,13 +279,13 @@ func (w *Workload) transact(c *client, owned []int32, pos []int64, rng *rand.Ran
 		}
 	}
 	finish := func(typ history.Type, errName string) {
-		if c.crashed.Load() && errName != "" {
+		if c.Crashed() && errName != "" {
 			errName = "CLIENT_CRASH: " + errName
 		}
-		w.write(history.Op{Process: proc, Type: typ, F: history.FTxn, Mops: done, Error: errName})
+		w.Write(history.Op{Process: proc, Type: typ, F: history.FTxn, Mops: done, Error: errName})
 	}
-	if err := c.cl.BeginTransaction(); err != nil {
-		finish(history.Fail, queue.ErrorName(err))
+	if err := c.Cl.BeginTransaction(); err != nil {
+		finish(history.Fail, kit.ErrorName(err))
 		return false
 	}
 	// Run the micro-ops; the first failure stops the rest and aborts.
@@ -372,10 +305,10 @@ func (w *Workload) transact(c *client, owned []int32, pos []int64, rng *rand.Ran
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.RequestTimeout+time.Second)
 		rec := &kgo.Record{Topic: w.cfg.Topic, Partition: parts[j], Value: strconv.AppendInt(nil, m.Value, 10)}
-		err := c.cl.ProduceSync(ctx, rec).FirstErr()
+		err := c.Cl.ProduceSync(ctx, rec).FirstErr()
 		cancel()
 		if err != nil {
-			failure = queue.ErrorName(err)
+			failure = kit.ErrorName(err)
 			break
 		}
 		done[j].Offset = rec.Offset
@@ -386,27 +319,27 @@ func (w *Workload) transact(c *client, owned []int32, pos []int64, rng *rand.Ran
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*w.cfg.RequestTimeout)
 	defer cancel()
-	if failure != "" || abort || c.crashed.Load() {
+	if failure != "" || abort || c.Crashed() {
 		// The commit is never asked for: a correct coordinator can only
 		// abort this transaction (by this EndTxn, the next InitProducerId
 		// or its timeout), so it failed for certain whatever the abort
 		// answers.
-		err := c.cl.EndTransaction(ctx, kgo.TryAbort)
+		err := c.Cl.EndTransaction(ctx, kgo.TryAbort)
 		if failure == "" {
-			failure = queue.ErrorName(err)
+			failure = kit.ErrorName(err)
 		}
 		finish(history.Fail, failure)
-		return err == nil && !c.crashed.Load() && !isReset(failure)
+		return err == nil && !c.Crashed() && !isReset(failure)
 	}
-	err := c.cl.EndTransaction(ctx, kgo.TryCommit)
+	err := c.Cl.EndTransaction(ctx, kgo.TryCommit)
 	switch {
-	case err == nil && !c.crashed.Load():
+	case err == nil && !c.Crashed():
 		finish(history.OK, "")
 		return true
 	case errors.Is(err, kerr.OperationNotAttempted):
 		// franz-go did not send the EndTxn (no producer id): not committed.
-		c.cl.EndTransaction(ctx, kgo.TryAbort)
-		finish(history.Fail, queue.ErrorName(err))
+		c.Cl.EndTransaction(ctx, kgo.TryAbort)
+		finish(history.Fail, kit.ErrorName(err))
 		return false
 	case err == nil:
 		// Committed, but the crash may have been first: franz-go answered
@@ -416,8 +349,8 @@ func (w *Workload) transact(c *client, owned []int32, pos []int64, rng *rand.Ran
 	}
 	// The commit was sent and its outcome is unknown: the coordinator may
 	// have written PrepareCommit before the answer was lost.
-	c.cl.EndTransaction(ctx, kgo.TryAbort)
-	finish(history.Info, queue.ErrorName(err))
+	c.Cl.EndTransaction(ctx, kgo.TryAbort)
+	finish(history.Info, kit.ErrorName(err))
 	return false
 }
 
@@ -430,7 +363,7 @@ func isReset(failure string) bool { return len(failure) > 6 && failure[:6] == "p
 // same positions after errors and crashes.
 func (w *Workload) consumeLoop(ctx context.Context, committed bool) {
 	pos := make([]int64, w.cfg.Partitions)
-	proc := w.newProc()
+	proc := w.NewProcess()
 	f := history.FPoll
 	if !committed {
 		f = history.FPollUncommitted
@@ -442,22 +375,22 @@ func (w *Workload) consumeLoop(ctx context.Context, committed bool) {
 			return
 		}
 		w.assign(proc, true, nil)
-		c := &client{proc: proc, cl: cl}
-		w.register(c)
+		c := &client{Client: kit.Client{Proc: proc, Cl: cl}}
+		w.live.Register(c)
 		for ctx.Err() == nil {
-			p := history.Process(c.proc)
-			w.write(history.Op{Process: p, Type: history.Invoke, F: f, Mops: []history.Mop{history.Poll()}})
+			p := history.Process(c.Proc)
+			w.Write(history.Op{Process: p, Type: history.Invoke, F: f, Mops: []history.Mop{history.Poll()}})
 			m, errName, reset := w.pollOnce(c, pos, w.cfg.PollTimeout)
 			// Records returned are facts whatever else went wrong: ok.
-			w.write(history.Op{Process: p, Type: history.OK, F: f, Mops: []history.Mop{m}, Error: errName})
+			w.Write(history.Op{Process: p, Type: history.OK, F: f, Mops: []history.Mop{m}, Error: errName})
 			if reset {
 				break
 			}
 		}
-		w.unregister(c)
-		if c.crashed.Load() {
-			w.crashEvent(c)
-			proc = w.newProc()
+		w.live.Unregister(c)
+		if c.Crashed() {
+			w.CrashEvent(c.Proc)
+			proc = w.NewProcess()
 		} else if ctx.Err() == nil {
 			time.Sleep(100 * time.Millisecond)
 		}
