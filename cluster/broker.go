@@ -99,7 +99,11 @@ func Start(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("advertised address %q: %w (give host:port)", cfg.Advertise, err)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	b.net = cfg.Net
+	if b.net == nil {
+		b.net = faultnet.New(host)
+	}
+	ln, err := b.net.Network().Listen(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
@@ -114,7 +118,6 @@ func Start(cfg Config) (*Broker, error) {
 		ln.Close()
 		return nil, err
 	}
-	b.net = faultnet.New(host)
 	if len(cfg.Peers) == 0 {
 		if b.meta, err = openLocalMeta(&b.cfg, host, int32(port)); err != nil {
 			ln.Close()
@@ -131,13 +134,16 @@ func Start(cfg Config) (*Broker, error) {
 	b.txns = b.startTxns()
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	b.stopWatch = stopWatch
-	b.wg.Add(3)
-	go func() {
-		defer b.wg.Done()
-		b.net.Watch(watchCtx, filepath.Join(cfg.DataDir, faultnet.FileName), 50*time.Millisecond, func(err error) {
-			b.log.Warn("reading network faults", "err", err)
-		})
-	}()
+	if cfg.Net == nil {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.net.Watch(watchCtx, filepath.Join(cfg.DataDir, faultnet.FileName), 50*time.Millisecond, func(err error) {
+				b.log.Warn("reading network faults", "err", err)
+			})
+		}()
+	}
+	b.wg.Add(2)
 	go func() {
 		defer b.wg.Done()
 		if err := b.server.Serve(b.net.Listener(ln)); err != nil {
@@ -196,6 +202,16 @@ func (b *Broker) powerCut() error {
 	b.cutPower = true
 	return b.shutdown(false)
 }
+
+// Crash is crash for runtimes that hold brokers in their own process (the
+// simulation's kill): every goroutine of the broker ends, nothing is handed
+// over.
+func (b *Broker) Crash() error { return b.crash() }
+
+// PowerCut is powerCut for runtimes that hold brokers in their own process
+// (the simulation's kill of a --lazyfs node): a crash that loses every write
+// not yet durable.
+func (b *Broker) PowerCut() error { return b.powerCut() }
 
 func (b *Broker) shutdown(controlled bool) error {
 	select {

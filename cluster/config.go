@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"gregor/cluster/faultnet"
 	"gregor/cluster/group"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
@@ -73,6 +74,13 @@ type Config struct {
 	// Txn configures the transaction coordinator (__transaction_state
 	// partitions, timeout checks); zero values take txn.Config's defaults.
 	Txn txn.Config
+
+	// Net, when set, is the fault layer every connection of the broker goes
+	// through, and through it the network (faultnet.NewOn over the
+	// simulation's in-memory faultnet.Mem); its owner sets its rules, and
+	// <data>/netfaults.json is not read. Nil: the host's sockets under a
+	// layer driven by that file (the process runtime's).
+	Net *faultnet.Layer
 
 	// MetricsListen serves GET /metrics (Prometheus text) when set.
 	MetricsListen string

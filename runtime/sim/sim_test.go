@@ -1,0 +1,211 @@
+//go:build synctests
+
+// The simulation's tests need franz-go built with -tags synctests (its
+// internal locks become channel-based, so a client waiting on one is
+// durably blocked); `make test` runs them so.
+
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"gregor/cluster"
+	"gregor/cluster/faultnet"
+)
+
+// scenarioRecords is how many records the kill-leader scenario produces.
+const scenarioRecords = 200
+
+// scenarioResult is what one run of the scenario measured.
+type scenarioResult struct {
+	acked, read int
+	elapsed     time.Duration // on the scenario's clock (virtual in a bubble)
+}
+
+// killLeaderScenario boots 3 brokers, creates an RF 3 topic (min ISR 2),
+// produces scenarioRecords records with acks=all, kills the partition's
+// leader, produces as many more while it is down, and reads the partition
+// back from offset 0: every acknowledged record must be there.
+func killLeaderScenario(t *testing.T, opts Options) scenarioResult {
+	start := time.Now()
+	opts.Brokers = 3
+	dirs := map[int32]string{}
+	for i := int32(1); i <= 3; i++ {
+		dirs[i] = t.TempDir()
+	}
+	opts.DataDir = func(id int32) string { return dirs[id] }
+	opts.Configure = func(cfg *cluster.Config) {
+		cfg.RaftTimeout = 500 * time.Millisecond
+		cfg.SessionTimeout = 1500 * time.Millisecond
+		cfg.HeartbeatInterval = 250 * time.Millisecond
+		cfg.ReplicaLagMax = 2 * time.Second
+		cfg.ShutdownTimeout = 5 * time.Second
+		cfg.Storage.LazyFS = true
+	}
+	c, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	if err := WaitFor(20*time.Second, func() error {
+		for id := int32(1); id <= 3; id++ {
+			im := c.Broker(id).Image()
+			live := 0
+			for _, b := range im.Brokers {
+				if !b.Fenced {
+					live++
+				}
+			}
+			if live < 3 {
+				return fmt.Errorf("node %d sees %d of 3 brokers live", id, live)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("brokers registered: %v", err)
+	}
+
+	newClient := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...), kgo.Dialer(c.Dial),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
+			kgo.MetadataMinAge(50 * time.Millisecond)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	const topic = "sim"
+	adm := newClient()
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	minISR := "2"
+	if _, err := kadm.NewClient(adm).CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &minISR}, topic); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	leaderOf := func() (int32, error) {
+		var leader int32 = -1
+		err := WaitFor(20*time.Second, func() error {
+			for id := int32(1); id <= 3; id++ {
+				b := c.Broker(id)
+				if b == nil {
+					continue
+				}
+				tp := b.Image().Topics[topic]
+				if tp == nil || len(tp.Partitions) != 1 {
+					return errors.New("topic not yet visible")
+				}
+				p := tp.Partitions[0]
+				if p.Leader < 0 || c.Broker(p.Leader) == nil || len(p.ISR) < 2 {
+					return fmt.Errorf("partition: leader %d isr %v", p.Leader, p.ISR)
+				}
+				leader = p.Leader
+				return nil
+			}
+			return errors.New("no broker up")
+		})
+		return leader, err
+	}
+	leader, err := leaderOf()
+	if err != nil {
+		t.Fatalf("leader: %v", err)
+	}
+
+	prod := newClient(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(),
+		kgo.RecordDeliveryTimeout(30*time.Second), kgo.ProducerLinger(0))
+	defer prod.Close()
+	acked := map[string]bool{}
+	produce := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			v := strconv.Itoa(i)
+			r := &kgo.Record{Topic: topic, Partition: 0, Value: []byte(v)}
+			if err := prod.ProduceSync(ctx, r).FirstErr(); err == nil {
+				acked[v] = true
+			}
+		}
+	}
+	produce(0, scenarioRecords)
+	if err := c.Kill(leader); err != nil {
+		t.Fatalf("kill leader %d: %v", leader, err)
+	}
+	newLeader, err := leaderOf()
+	if err != nil {
+		t.Fatalf("new leader after killing %d: %v", leader, err)
+	}
+	produce(scenarioRecords, scenarioRecords)
+	t.Logf("killed leader %d; %d acknowledged; new leader %d", leader, len(acked), newLeader)
+
+	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("end offsets: %v", err)
+	}
+	end, _ := ends.Lookup(topic, 0)
+	cons := newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	defer cons.Close()
+	seen := map[string]bool{}
+	var next int64
+	for next < end.Offset {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("reading back: at offset %d of %d: %v", next, end.Offset, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			seen[string(r.Value)] = true
+			next = r.Offset + 1
+		})
+	}
+	lost := 0
+	for v := range acked {
+		if !seen[v] {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d acknowledged records lost", lost, len(acked))
+	}
+	if len(acked) < scenarioRecords {
+		t.Errorf("only %d of the %d records before the kill were acknowledged", len(acked), scenarioRecords)
+	}
+	return scenarioResult{acked: len(acked), read: len(seen), elapsed: time.Since(start)}
+}
+
+// TestSimKillLeader runs the scenario in a bubble, on virtual time, over the
+// in-memory network.
+func TestSimKillLeader(t *testing.T) {
+	wall := time.Now()
+	var res scenarioResult
+	synctest.Test(t, func(t *testing.T) { res = killLeaderScenario(t, Options{}) })
+	t.Logf("sim: %d acked, %d read; %v virtual in %v real", res.acked, res.read, res.elapsed, time.Since(wall))
+}
+
+// TestSimVersusReal runs the same scenario on real loopback sockets and in
+// the bubble, one after the other, and logs both times and their ratio (no
+// time is asserted: the machine's load decides them).
+func TestSimVersusReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the scenario on real sockets")
+	}
+	block := fmt.Sprintf("127.%d.%d.", 1+rand.IntN(254), rand.IntN(255))
+	realWall := time.Now()
+	realRes := killLeaderScenario(t, Options{Network: faultnet.Sockets{},
+		Hosts: func(id int32) string { return block + strconv.Itoa(int(id)) }})
+	realTime := time.Since(realWall)
+	simWall := time.Now()
+	var simRes scenarioResult
+	synctest.Test(t, func(t *testing.T) { simRes = killLeaderScenario(t, Options{}) })
+	simTime := time.Since(simWall)
+	t.Logf("real sockets: %v (%d acked); sim: %v real for %v virtual (%d acked); real/sim = %.1fx",
+		realTime, realRes.acked, simTime, simRes.elapsed, simRes.acked, float64(realTime)/float64(simTime))
+}
