@@ -81,6 +81,17 @@ func Start(cfg Config) (*Broker, error) {
 	b.rcfg = replica.Config{NodeID: cfg.NodeID, ReplicaLagMax: cfg.ReplicaLagMax, Bugs: cfg.Bugs, Logger: b.log, Stats: &b.stats}
 	if len(cfg.Peers) > 0 {
 		b.rcfg.AlterISR = func(ctx context.Context, p meta.Partition, newISR []int32) {
+			// The request ends with the broker: nothing of a stopped
+			// broker keeps running (the simulation's kill relies on it).
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() {
+				select {
+				case <-b.stop:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			b.mu.RLock()
 			q := b.q
 			b.mu.RUnlock()

@@ -133,6 +133,33 @@ func (c *Cluster) Kill(id int32) error {
 	return b.Crash()
 }
 
+// Isolate cuts node id off from every other node, both ways (the clients
+// still reach it: client-link faults are the harness's).
+func (c *Cluster) Isolate(id int32) {
+	var others []string
+	for i, h := range c.hosts {
+		if int32(i+1) == id {
+			continue
+		}
+		others = append(others, h)
+		r := c.layers[i].Rules()
+		r.Drop = append(r.Drop, c.hosts[id-1])
+		c.layers[i].Set(r)
+	}
+	r := c.layers[id-1].Rules()
+	r.Drop = append(r.Drop, others...)
+	c.layers[id-1].Set(r)
+}
+
+// Heal lifts every node's drop rules (slow links stay).
+func (c *Cluster) Heal() {
+	for _, l := range c.layers {
+		r := l.Rules()
+		r.Drop = nil
+		l.Set(r)
+	}
+}
+
 // Faults is node id's fault layer: drop rules and slow links for it.
 func (c *Cluster) Faults(id int32) *faultnet.Layer { return c.layers[id-1] }
 

@@ -32,11 +32,37 @@ type scenarioResult struct {
 	elapsed     time.Duration // on the scenario's clock (virtual in a bubble)
 }
 
-// killLeaderScenario boots 3 brokers, creates an RF 3 topic (min ISR 2),
-// produces scenarioRecords records with acks=all, kills the partition's
-// leader, produces as many more while it is down, and reads the partition
-// back from offset 0: every acknowledged record must be there.
+// fault is what a scenario does to the partition's leader after the first
+// records; heal undoes it.
+type fault struct {
+	name   string
+	inject func(c *Cluster, leader int32) error
+	heal   func(c *Cluster, leader int32) error
+}
+
+// killLeader kills the leader (a power cut: lazyfs storage loses what it
+// had not synced) and restarts it after the second round of records.
+var killLeader = fault{"kill leader",
+	func(c *Cluster, leader int32) error { return c.Kill(leader) },
+	func(c *Cluster, leader int32) error { return c.Restart(leader) }}
+
+// isolateLeader cuts the leader off from the other nodes (clients still
+// reach it) and heals after the second round of records.
+var isolateLeader = fault{"isolate leader",
+	func(c *Cluster, leader int32) error { c.Isolate(leader); return nil },
+	func(c *Cluster, leader int32) error { c.Heal(); return nil }}
+
+// killLeaderScenario is scenario under killLeader.
 func killLeaderScenario(t *testing.T, opts Options) scenarioResult {
+	return scenario(t, opts, killLeader)
+}
+
+// scenario boots 3 brokers, creates an RF 3 topic (min ISR 2), produces
+// scenarioRecords records with acks=all, injects f on the partition's
+// leader, produces as many more once another broker leads, heals, waits for
+// the full ISR, and reads the partition back from offset 0: every
+// acknowledged record must be there.
+func scenario(t *testing.T, opts Options, f fault) scenarioResult {
 	start := time.Now()
 	opts.Brokers = 3
 	dirs := map[int32]string{}
@@ -95,30 +121,38 @@ func killLeaderScenario(t *testing.T, opts Options) scenarioResult {
 	if _, err := kadm.NewClient(adm).CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &minISR}, topic); err != nil {
 		t.Fatalf("create topic: %v", err)
 	}
-	leaderOf := func() (int32, error) {
+	// leaderOf waits for a leader other than not with at least isr
+	// replicas in sync, as every live broker sees it.
+	leaderOf := func(not int32, isr int) (int32, error) {
 		var leader int32 = -1
-		err := WaitFor(20*time.Second, func() error {
+		err := WaitFor(30*time.Second, func() error {
+			leader = -1
 			for id := int32(1); id <= 3; id++ {
 				b := c.Broker(id)
-				if b == nil {
+				if b == nil || id == not {
 					continue
 				}
 				tp := b.Image().Topics[topic]
 				if tp == nil || len(tp.Partitions) != 1 {
-					return errors.New("topic not yet visible")
+					return fmt.Errorf("topic not yet visible on %d", id)
 				}
 				p := tp.Partitions[0]
-				if p.Leader < 0 || c.Broker(p.Leader) == nil || len(p.ISR) < 2 {
-					return fmt.Errorf("partition: leader %d isr %v", p.Leader, p.ISR)
+				if p.Leader < 0 || p.Leader == not || c.Broker(p.Leader) == nil || len(p.ISR) < isr {
+					return fmt.Errorf("node %d sees leader %d isr %v", id, p.Leader, p.ISR)
+				}
+				if leader >= 0 && p.Leader != leader {
+					return fmt.Errorf("nodes disagree: leader %d and %d", leader, p.Leader)
 				}
 				leader = p.Leader
-				return nil
 			}
-			return errors.New("no broker up")
+			if leader < 0 {
+				return errors.New("no broker up")
+			}
+			return nil
 		})
 		return leader, err
 	}
-	leader, err := leaderOf()
+	leader, err := leaderOf(-1, 3)
 	if err != nil {
 		t.Fatalf("leader: %v", err)
 	}
@@ -137,15 +171,21 @@ func killLeaderScenario(t *testing.T, opts Options) scenarioResult {
 		}
 	}
 	produce(0, scenarioRecords)
-	if err := c.Kill(leader); err != nil {
-		t.Fatalf("kill leader %d: %v", leader, err)
+	if err := f.inject(c, leader); err != nil {
+		t.Fatalf("%s %d: %v", f.name, leader, err)
 	}
-	newLeader, err := leaderOf()
+	newLeader, err := leaderOf(leader, 2)
 	if err != nil {
-		t.Fatalf("new leader after killing %d: %v", leader, err)
+		t.Fatalf("new leader after %s %d: %v", f.name, leader, err)
 	}
 	produce(scenarioRecords, scenarioRecords)
-	t.Logf("killed leader %d; %d acknowledged; new leader %d", leader, len(acked), newLeader)
+	if err := f.heal(c, leader); err != nil {
+		t.Fatalf("healing %s %d: %v", f.name, leader, err)
+	}
+	if _, err := leaderOf(-1, 3); err != nil {
+		t.Fatalf("full ISR after healing %s %d: %v", f.name, leader, err)
+	}
+	t.Logf("%s %d; %d acknowledged; new leader %d", f.name, leader, len(acked), newLeader)
 
 	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
 	if err != nil {
@@ -184,9 +224,20 @@ func killLeaderScenario(t *testing.T, opts Options) scenarioResult {
 // TestSimKillLeader runs the scenario in a bubble, on virtual time, over the
 // in-memory network.
 func TestSimKillLeader(t *testing.T) {
+	t.Parallel()
 	wall := time.Now()
 	var res scenarioResult
 	synctest.Test(t, func(t *testing.T) { res = killLeaderScenario(t, Options{}) })
+	t.Logf("sim: %d acked, %d read; %v virtual in %v real", res.acked, res.read, res.elapsed, time.Since(wall))
+}
+
+// TestSimIsolateLeader: a network partition in the bubble stalls the cut
+// links (deadlines fire on virtual time) and a heal restores them.
+func TestSimIsolateLeader(t *testing.T) {
+	t.Parallel()
+	wall := time.Now()
+	var res scenarioResult
+	synctest.Test(t, func(t *testing.T) { res = scenario(t, Options{}, isolateLeader) })
 	t.Logf("sim: %d acked, %d read; %v virtual in %v real", res.acked, res.read, res.elapsed, time.Since(wall))
 }
 
