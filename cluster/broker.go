@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/faultnet"
+	"gregor/cluster/fsys"
 	"gregor/cluster/meta"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
@@ -73,7 +73,9 @@ func Start(cfg Config) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	cfg.FS = fsys.Or(cfg.FS)
+	cfg.Storage.FS = cfg.FS
+	if err := cfg.FS.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), partitions: map[tp]*replica.Partition{},
@@ -125,7 +127,7 @@ func Start(cfg Config) (*Broker, error) {
 	port, _ := strconv.Atoi(portStr)
 	b.ln = ln
 
-	if b.pids, err = openProducerIDs(cfg.DataDir, cfg.NodeID); err != nil {
+	if b.pids, err = openProducerIDs(cfg.FS, cfg.DataDir, cfg.NodeID); err != nil {
 		ln.Close()
 		return nil, err
 	}
@@ -380,7 +382,7 @@ func (b *Broker) apply(im *meta.Image) error {
 		}
 		p.Close()
 		delete(b.partitions, k)
-		if err := os.RemoveAll(partitionDir(b.cfg.DataDir, k.topic, k.index)); err != nil {
+		if err := b.cfg.FS.RemoveAll(partitionDir(b.cfg.DataDir, k.topic, k.index)); err != nil {
 			b.log.Warn("removing deleted partition", "topic", k.topic, "partition", k.index, "err", err)
 		}
 	}

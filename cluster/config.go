@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"gregor/cluster/faultnet"
+	"gregor/cluster/fsys"
 	"gregor/cluster/group"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
@@ -81,6 +84,13 @@ type Config struct {
 	// <data>/netfaults.json is not read. Nil: the host's sockets under a
 	// layer driven by that file (the process runtime's).
 	Net *faultnet.Layer
+
+	// FS holds the broker's data directory (nil: the host's files; the
+	// simulation's is fsys.Mem). RaftSnapshots, when set, keeps the
+	// controller's raft snapshots instead of files in the data directory
+	// (the simulation keeps them in memory across the node's restarts).
+	FS            fsys.FS
+	RaftSnapshots raft.SnapshotStore
 
 	// MetricsListen serves GET /metrics (Prometheus text) when set.
 	MetricsListen string

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"gregor/cluster/fsys"
 	"gregor/cluster/meta"
 	"gregor/cluster/wire"
 )
@@ -42,7 +43,7 @@ func openLocalMeta(cfg *Config, host string, port int32) (*localMeta, error) {
 	im.ControllerID = cfg.NodeID
 	im.Brokers[cfg.NodeID] = meta.Broker{ID: cfg.NodeID, Host: host, Port: port}
 	var topics []persistedTopic
-	if b, err := os.ReadFile(m.path); err == nil {
+	if b, err := fsys.Or(cfg.FS).ReadFile(m.path); err == nil {
 		if err := json.Unmarshal(b, &topics); err != nil {
 			return nil, fmt.Errorf("reading %s: %w (delete it to start with no topics)", m.path, err)
 		}
@@ -90,7 +91,7 @@ func (m *localMeta) persist() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(m.path, b)
+	return writeFileAtomic(fsys.Or(m.cfg.FS), m.path, b)
 }
 
 // next publishes a modified copy of the image.
@@ -163,9 +164,9 @@ func (m *localMeta) delete(name string) (*kerr.Error, string) {
 
 // writeFileAtomic writes via a temporary file, fsync and rename, so a crash
 // leaves either the old or the new content.
-func writeFileAtomic(path string, b []byte) error {
+func writeFileAtomic(fs fsys.FS, path string, b []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
@@ -180,5 +181,5 @@ func writeFileAtomic(path string, b []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	return fs.Rename(tmp, path)
 }

@@ -117,7 +117,7 @@ func (b *Broker) startQuorum(host string, port int32) (*quorum, error) {
 	}
 	ctrl, err := controller.New(controller.Config{
 		NodeID: cfg.NodeID, Voters: voters, DataDir: filepath.Join(cfg.DataDir, "controller"),
-		Listener: ln, Dial: b.net.Dial,
+		Listener: ln, Dial: b.net.Dial, FS: cfg.FS, Snapshots: cfg.RaftSnapshots,
 		HeartbeatTimeout: cfg.RaftTimeout, ElectionTimeout: cfg.RaftTimeout,
 		SessionTimeout: cfg.SessionTimeout, ClusterID: cfg.ClusterID,
 		UncleanElectionDefault: cfg.Unclean, DefaultPartitions: cfg.DefaultPartitions,

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"gregor/cluster/fsys"
 )
 
 // fileStore is raft's LogStore and StableStore, in files: an append-only
@@ -26,13 +28,14 @@ import (
 // Memory holds every live entry; raft snapshots plus TrailingLogs bound
 // how many stay live.
 type fileStore struct {
+	fs  fsys.FS
 	dir string
 
 	mu      sync.Mutex
 	logs    map[uint64]raft.Log
 	first   uint64 // 0 when empty
 	last    uint64
-	f       *os.File
+	f       fsys.File
 	records int // records in the log file, live or dead; drives compaction
 	stable  map[string][]byte
 }
@@ -55,11 +58,12 @@ var (
 	errKeyNotFound = errors.New("not found") // raft compares this text
 )
 
-func openFileStore(dir string) (*fileStore, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func openFileStore(fs fsys.FS, dir string) (*fileStore, error) {
+	fs = fsys.Or(fs)
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &fileStore{dir: dir, logs: map[uint64]raft.Log{}, stable: map[string][]byte{}}
+	s := &fileStore{fs: fs, dir: dir, logs: map[uint64]raft.Log{}, stable: map[string][]byte{}}
 	if err := s.loadStable(); err != nil {
 		return nil, err
 	}
@@ -84,7 +88,7 @@ func (s *fileStore) Close() error {
 // mid-append), and leaves it open for appending.
 func (s *fileStore) replay() error {
 	path := filepath.Join(s.dir, logFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
@@ -333,7 +337,7 @@ func (s *fileStore) DeleteRange(min, max uint64) error {
 // (write, fsync, rename, fsync dir).
 func (s *fileStore) compact() error {
 	tmp := filepath.Join(s.dir, logFileName+".tmp")
-	f, err := os.Create(tmp)
+	f, err := fsys.Create(s.fs, tmp)
 	if err != nil {
 		return err
 	}
@@ -349,19 +353,19 @@ func (s *fileStore) compact() error {
 		f.Close()
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(s.dir, logFileName)); err != nil {
+	if err := s.fs.Rename(tmp, filepath.Join(s.dir, logFileName)); err != nil {
 		f.Close()
 		return err
 	}
-	syncDir(s.dir)
+	syncDir(s.fs, s.dir)
 	s.f.Close()
 	s.f = f
 	s.records = n
 	return nil
 }
 
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
+func syncDir(fs fsys.FS, dir string) {
+	if d, err := fsys.Open(fs, dir); err == nil {
 		d.Sync()
 		d.Close()
 	}

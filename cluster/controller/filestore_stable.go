@@ -6,10 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+
+	"gregor/cluster/fsys"
 )
 
 func (s *fileStore) loadStable() error {
-	b, err := os.ReadFile(filepath.Join(s.dir, stableFileName))
+	b, err := s.fs.ReadFile(filepath.Join(s.dir, stableFileName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -27,7 +29,7 @@ func (s *fileStore) saveStable() error {
 		return err
 	}
 	tmp := filepath.Join(s.dir, stableFileName+".tmp")
-	f, err := os.Create(tmp)
+	f, err := fsys.Create(s.fs, tmp)
 	if err != nil {
 		return err
 	}
@@ -35,10 +37,10 @@ func (s *fileStore) saveStable() error {
 	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(s.dir, stableFileName)); err != nil {
+	if err := s.fs.Rename(tmp, filepath.Join(s.dir, stableFileName)); err != nil {
 		return err
 	}
-	syncDir(s.dir)
+	syncDir(s.fs, s.dir)
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"gregor/cluster/fsys"
 )
 
 // File names inside a partition directory besides the segments.
@@ -23,9 +25,9 @@ const (
 
 // writeFileAtomic replaces dir/name with data so that a crash leaves the old or the new content,
 // never a mix: write a temporary file, fsync it, rename it over, fsync the directory.
-func writeFileAtomic(dir, name string, data []byte) error {
+func writeFileAtomic(fs fsys.FS, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+tmpSuffix)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -40,15 +42,15 @@ func writeFileAtomic(dir, name string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+	if err := fs.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return syncDir(fs, dir)
 }
 
 // syncDir makes renames, creations and removals in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func syncDir(fs fsys.FS, dir string) error {
+	d, err := fsys.Open(fs, dir)
 	if err != nil {
 		return err
 	}
@@ -61,8 +63,8 @@ func syncDir(dir string) error {
 
 // readCheckpointLines reads a Kafka-style checkpoint: a version line, a count line, then count
 // lines of fields. ok is false when the file does not exist.
-func readCheckpointLines(path string) (lines [][]string, ok bool, err error) {
-	data, err := os.ReadFile(path)
+func readCheckpointLines(fs fsys.FS, path string) (lines [][]string, ok bool, err error) {
+	data, err := fs.ReadFile(path)
 	if os.IsNotExist(err) {
 		return nil, false, nil
 	}
@@ -104,8 +106,8 @@ func formatCheckpoint(lines []string) []byte {
 }
 
 // readOffsetCheckpoint reads a checkpoint holding one offset.
-func readOffsetCheckpoint(dir, name string) (int64, bool, error) {
-	lines, ok, err := readCheckpointLines(filepath.Join(dir, name))
+func readOffsetCheckpoint(fs fsys.FS, dir, name string) (int64, bool, error) {
+	lines, ok, err := readCheckpointLines(fs, filepath.Join(dir, name))
 	if err != nil || !ok {
 		return 0, false, err
 	}
@@ -119,8 +121,8 @@ func readOffsetCheckpoint(dir, name string) (int64, bool, error) {
 	return v, true, nil
 }
 
-func writeOffsetCheckpoint(dir, name string, v int64) error {
-	return writeFileAtomic(dir, name, formatCheckpoint([]string{strconv.FormatInt(v, 10)}))
+func writeOffsetCheckpoint(fs fsys.FS, dir, name string, v int64) error {
+	return writeFileAtomic(fs, dir, name, formatCheckpoint([]string{strconv.FormatInt(v, 10)}))
 }
 
 // CheckpointHW durably records the high watermark (write, fsync, rename). The broker calls it
@@ -134,7 +136,7 @@ func (l *Log) CheckpointHW(hw int64) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
-	return writeOffsetCheckpoint(l.dir, hwCheckpointFile, hw)
+	return writeOffsetCheckpoint(l.fs, l.dir, hwCheckpointFile, hw)
 }
 
 // RecoveredHW is the high watermark the checkpoint held at Open (0 without one), clamped to

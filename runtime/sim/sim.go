@@ -16,8 +16,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"gregor/cluster"
 	"gregor/cluster/faultnet"
+	"gregor/cluster/fsys"
 )
 
 // Options shape a simulated cluster.
@@ -25,8 +28,11 @@ type Options struct {
 	// Brokers is the number of brokers, every one a controller voter
 	// (combined mode).
 	Brokers int
-	// DataDir returns node id's data directory; it must survive the node's
-	// restarts.
+	// FS holds every node's data (nil: a new in-memory fsys.Mem, and each
+	// node's raft snapshots in memory too). fsys.OS runs on real files.
+	FS fsys.FS
+	// DataDir returns node id's data directory on FS; it must survive the
+	// node's restarts (nil: /node-<id>).
 	DataDir func(id int32) string
 	// Logger for every broker (nil: discarded).
 	Logger *slog.Logger
@@ -68,6 +74,13 @@ func Start(opts Options) (*Cluster, error) {
 	if opts.Hosts == nil {
 		opts.Hosts = Host
 	}
+	mem := opts.FS == nil
+	if mem {
+		opts.FS = fsys.NewMem()
+	}
+	if opts.DataDir == nil {
+		opts.DataDir = func(id int32) string { return "/node-" + strconv.Itoa(int(id)) }
+	}
 	c := &Cluster{Net: opts.Network}
 	var peers []cluster.Peer
 	for i := 1; i <= opts.Brokers; i++ {
@@ -79,7 +92,11 @@ func Start(opts Options) (*Cluster, error) {
 		// control file does: faults in force apply to a restarted node.
 		layer := faultnet.NewOn(opts.Hosts(p.ID), c.Net)
 		cfg := cluster.Config{NodeID: p.ID, Listen: p.KafkaAddr, DataDir: opts.DataDir(p.ID), Peers: peers,
-			Logger: opts.Logger, Net: layer}
+			Logger: opts.Logger, Net: layer, FS: opts.FS}
+		if mem {
+			// The node's "disk" for snapshots: kept across its restarts.
+			cfg.RaftSnapshots = raft.NewInmemSnapshotStore()
+		}
 		if opts.Configure != nil {
 			opts.Configure(&cfg)
 		}
@@ -159,6 +176,12 @@ func (c *Cluster) Heal() {
 		l.Set(r)
 	}
 }
+
+// FS is the file system holding the nodes' data.
+func (c *Cluster) FS() fsys.FS { return c.cfgs[0].FS }
+
+// DataDir is node id's data directory on FS.
+func (c *Cluster) DataDir(id int32) string { return c.cfgs[id-1].DataDir }
 
 // Faults is node id's fault layer: drop rules and slow links for it.
 func (c *Cluster) Faults(id int32) *faultnet.Layer { return c.layers[id-1] }

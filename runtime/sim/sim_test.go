@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -21,6 +22,8 @@ import (
 
 	"gregor/cluster"
 	"gregor/cluster/faultnet"
+	"gregor/cluster/fsys"
+	"gregor/cluster/storage"
 )
 
 // scenarioRecords is how many records the kill-leader scenario produces.
@@ -41,10 +44,30 @@ type fault struct {
 }
 
 // killLeader kills the leader (a power cut: lazyfs storage loses what it
-// had not synced) and restarts it after the second round of records.
-var killLeader = fault{"kill leader",
-	func(c *Cluster, leader int32) error { return c.Kill(leader) },
-	func(c *Cluster, leader int32) error { return c.Restart(leader) }}
+// had not synced, which is all of it: no fsync, no write-back by age) and
+// restarts it after the second round of records; its disk must hold less
+// than its log held when it died.
+func killLeader() fault {
+	var killedLEO int64
+	return fault{"kill leader", func(c *Cluster, leader int32) error {
+		killedLEO = c.Broker(leader).Partition(scenarioTopic, 0).Log().LEO()
+		return c.Kill(leader)
+	},
+		func(c *Cluster, leader int32) error {
+			l, err := storage.Open(path.Join(c.DataDir(leader), scenarioTopic+"-0"), storage.Options{FS: c.FS()})
+			if err != nil {
+				return err
+			}
+			durable := l.LEO()
+			l.Crash() // leave the directory as the restart will find it
+			if durable >= killedLEO {
+				return fmt.Errorf("the power cut lost nothing: log end %d on disk, %d at the kill", durable, killedLEO)
+			}
+			return c.Restart(leader)
+		}}
+}
+
+const scenarioTopic = "sim"
 
 // isolateLeader cuts the leader off from the other nodes (clients still
 // reach it) and heals after the second round of records.
@@ -54,7 +77,7 @@ var isolateLeader = fault{"isolate leader",
 
 // killLeaderScenario is scenario under killLeader.
 func killLeaderScenario(t *testing.T, opts Options) scenarioResult {
-	return scenario(t, opts, killLeader)
+	return scenario(t, opts, killLeader())
 }
 
 // scenario boots 3 brokers, creates an RF 3 topic (min ISR 2), produces
@@ -65,11 +88,13 @@ func killLeaderScenario(t *testing.T, opts Options) scenarioResult {
 func scenario(t *testing.T, opts Options, f fault) scenarioResult {
 	start := time.Now()
 	opts.Brokers = 3
-	dirs := map[int32]string{}
-	for i := int32(1); i <= 3; i++ {
-		dirs[i] = t.TempDir()
+	if opts.FS != nil {
+		dirs := map[int32]string{}
+		for i := int32(1); i <= 3; i++ {
+			dirs[i] = t.TempDir()
+		}
+		opts.DataDir = func(id int32) string { return dirs[id] }
 	}
-	opts.DataDir = func(id int32) string { return dirs[id] }
 	opts.Configure = func(cfg *cluster.Config) {
 		cfg.RaftTimeout = 500 * time.Millisecond
 		cfg.SessionTimeout = 1500 * time.Millisecond
@@ -112,7 +137,7 @@ func scenario(t *testing.T, opts Options, f fault) scenarioResult {
 		}
 		return cl
 	}
-	const topic = "sim"
+	const topic = scenarioTopic
 	adm := newClient()
 	defer adm.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -250,7 +275,7 @@ func TestSimVersusReal(t *testing.T) {
 	}
 	block := fmt.Sprintf("127.%d.%d.", 1+rand.IntN(254), rand.IntN(255))
 	realWall := time.Now()
-	realRes := killLeaderScenario(t, Options{Network: faultnet.Sockets{},
+	realRes := killLeaderScenario(t, Options{Network: faultnet.Sockets{}, FS: fsys.OS{},
 		Hosts: func(id int32) string { return block + strconv.Itoa(int(id)) }})
 	realTime := time.Since(realWall)
 	simWall := time.Now()
