@@ -266,22 +266,130 @@ func TestSimIsolateLeader(t *testing.T) {
 	t.Logf("sim: %d acked, %d read; %v virtual in %v real", res.acked, res.read, res.elapsed, time.Since(wall))
 }
 
-// TestSimVersusReal runs the same scenario on real loopback sockets and in
-// the bubble, one after the other, and logs both times and their ratio (no
-// time is asserted: the machine's load decides them).
+// TestSimVersusReal runs each scenario on real loopback sockets and files
+// and then in the bubble, one after the other, and logs both times and
+// their ratio (no time is asserted: the machine's load decides them).
 func TestSimVersusReal(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the scenario on real sockets")
+		t.Skip("runs the scenarios on real sockets")
 	}
-	block := fmt.Sprintf("127.%d.%d.", 1+rand.IntN(254), rand.IntN(255))
-	realWall := time.Now()
-	realRes := killLeaderScenario(t, Options{Network: faultnet.Sockets{}, FS: fsys.OS{},
-		Hosts: func(id int32) string { return block + strconv.Itoa(int(id)) }})
-	realTime := time.Since(realWall)
-	simWall := time.Now()
-	var simRes scenarioResult
-	synctest.Test(t, func(t *testing.T) { simRes = killLeaderScenario(t, Options{}) })
-	simTime := time.Since(simWall)
-	t.Logf("real sockets: %v (%d acked); sim: %v real for %v virtual (%d acked); real/sim = %.1fx",
-		realTime, realRes.acked, simTime, simRes.elapsed, simRes.acked, float64(realTime)/float64(simTime))
+	for _, f := range []func() fault{killLeader, func() fault { return isolateLeader }} {
+		name := f().name
+		block := fmt.Sprintf("127.%d.%d.", 1+rand.IntN(254), rand.IntN(255))
+		realWall := time.Now()
+		realRes := scenario(t, Options{Network: faultnet.Sockets{}, FS: fsys.OS{},
+			Hosts: func(id int32) string { return block + strconv.Itoa(int(id)) }}, f())
+		realTime := time.Since(realWall)
+		simWall := time.Now()
+		var simRes scenarioResult
+		synctest.Test(t, func(t *testing.T) { simRes = scenario(t, Options{}, f()) })
+		simTime := time.Since(simWall)
+		t.Logf("%s: real sockets and files %v (%d acked); sim %v real for %v virtual (%d acked); real/sim = %.1fx",
+			name, realTime.Round(time.Millisecond), realRes.acked, simTime.Round(time.Millisecond), simRes.elapsed,
+			simRes.acked, float64(realTime)/float64(simTime))
+	}
+}
+
+// TestSimTxnAndGroup: the transaction and group coordinators in the bubble:
+// a transactional producer commits and aborts batches, a group consumer
+// (read_committed) reads exactly the committed records and commits its
+// offsets, which the group coordinator then answers.
+func TestSimTxnAndGroup(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c, err := Start(Options{Brokers: 3, Configure: func(cfg *cluster.Config) {
+			cfg.RaftTimeout = 500 * time.Millisecond
+			cfg.SessionTimeout = 1500 * time.Millisecond
+			cfg.HeartbeatInterval = 250 * time.Millisecond
+			cfg.DefaultRF = 3
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		base := []kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...), kgo.Dialer(c.Dial),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.MetadataMinAge(50 * time.Millisecond)}
+		adm, err := kgo.NewClient(base...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer adm.Close()
+		const topic = "txn"
+		if err := WaitFor(30*time.Second, func() error {
+			_, err := kadm.NewClient(adm).CreateTopic(ctx, 2, 3, nil, topic)
+			return err
+		}); err != nil {
+			t.Fatalf("create topic: %v", err)
+		}
+		prod, err := kgo.NewClient(append(base, kgo.TransactionalID("sim-txn"), kgo.DefaultProduceTopic(topic))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer prod.Close()
+		committed := map[string]bool{}
+		for batch := 0; batch < 6; batch++ {
+			if err := prod.BeginTransaction(); err != nil {
+				t.Fatalf("begin %d: %v", batch, err)
+			}
+			var vals []string
+			for i := 0; i < 10; i++ {
+				v := fmt.Sprintf("%d-%d", batch, i)
+				vals = append(vals, v)
+				if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+					t.Fatalf("produce %s: %v", v, err)
+				}
+			}
+			commit := batch%3 != 2 // every third transaction aborts
+			if err := prod.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+				t.Fatalf("end %d: %v", batch, err)
+			}
+			if commit {
+				for _, v := range vals {
+					committed[v] = true
+				}
+			}
+		}
+		consume := func(want int) map[string]bool {
+			cons, err := kgo.NewClient(append(base, kgo.ConsumerGroup("sim-group"), kgo.ConsumeTopics(topic),
+				kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DisableAutoCommit(),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cons.Close()
+			seen := map[string]bool{}
+			for len(seen) < want {
+				fs := cons.PollFetches(ctx)
+				if err := ctx.Err(); err != nil {
+					t.Fatalf("consuming: %d of %d: %v", len(seen), want, err)
+				}
+				fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+				if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+					t.Fatalf("commit offsets: %v", err)
+				}
+			}
+			return seen
+		}
+		seen := consume(len(committed))
+		for v := range seen {
+			if !committed[v] {
+				t.Errorf("read %s, which was aborted", v)
+			}
+		}
+		if len(seen) != len(committed) {
+			t.Errorf("read %d records, %d committed", len(seen), len(committed))
+		}
+		rest, err := kadm.NewClient(adm).FetchOffsets(ctx, "sim-group")
+		if err != nil {
+			t.Fatalf("fetch offsets: %v", err)
+		}
+		var total int64
+		rest.Each(func(o kadm.OffsetResponse) { total += o.At })
+		if total == 0 {
+			t.Errorf("the group committed no offsets: %+v", rest)
+		}
+		t.Logf("%d committed of 60 produced, read back exactly; group offsets sum %d", len(committed), total)
+	})
 }
