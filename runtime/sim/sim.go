@@ -183,6 +183,16 @@ func (c *Cluster) FS() fsys.FS { return c.cfgs[0].FS }
 // DataDir is node id's data directory on FS.
 func (c *Cluster) DataDir(id int32) string { return c.cfgs[id-1].DataDir }
 
+// Stop is SIGTERM: a controlled shutdown (leadership moves away first).
+func (c *Cluster) Stop(id int32) error {
+	b := c.brokers[id-1]
+	if b == nil {
+		return nil
+	}
+	c.brokers[id-1] = nil
+	return b.Close()
+}
+
 // Faults is node id's fault layer: drop rules and slow links for it.
 func (c *Cluster) Faults(id int32) *faultnet.Layer { return c.layers[id-1] }
 

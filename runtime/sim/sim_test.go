@@ -75,6 +75,26 @@ var isolateLeader = fault{"isolate leader",
 	func(c *Cluster, leader int32) error { c.Isolate(leader); return nil },
 	func(c *Cluster, leader int32) error { c.Heal(); return nil }}
 
+// stopLeader stops the leader with a controlled shutdown and restarts it.
+var stopLeader = fault{"stop leader",
+	func(c *Cluster, leader int32) error { return c.Stop(leader) },
+	func(c *Cluster, leader int32) error { return c.Restart(leader) }}
+
+// slowLeader slows every write of the leader by 100 ms +- 50 ms with 5%
+// loss (a retransmission each), then isolates it, so that another broker
+// leads; heal restores both.
+var slowLeader = fault{"slow and isolate leader",
+	func(c *Cluster, leader int32) error {
+		c.Faults(leader).Set(faultnet.Rules{DelayMs: 100, JitterMs: 50, LossPct: 5})
+		c.Isolate(leader)
+		return nil
+	},
+	func(c *Cluster, leader int32) error {
+		c.Heal()
+		c.Faults(leader).Set(faultnet.Rules{})
+		return nil
+	}}
+
 // killLeaderScenario is scenario under killLeader.
 func killLeaderScenario(t *testing.T, opts Options) scenarioResult {
 	return scenario(t, opts, killLeader())
@@ -264,6 +284,19 @@ func TestSimIsolateLeader(t *testing.T) {
 	var res scenarioResult
 	synctest.Test(t, func(t *testing.T) { res = scenario(t, Options{}, isolateLeader) })
 	t.Logf("sim: %d acked, %d read; %v virtual in %v real", res.acked, res.read, res.elapsed, time.Since(wall))
+}
+
+// TestSimStopLeader: a controlled shutdown in the bubble moves leadership
+// away before the leader stops.
+func TestSimStopLeader(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) { scenario(t, Options{}, stopLeader) })
+}
+
+// TestSimSlowLeader: slow links (delay, jitter, loss) on virtual time.
+func TestSimSlowLeader(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) { scenario(t, Options{}, slowLeader) })
 }
 
 // TestSimVersusReal runs each scenario on real loopback sockets and files
