@@ -23,8 +23,11 @@ vet:
 # Parallel tests (t.Parallel) are in-process cluster scenarios that mostly
 # wait on failure detection, not on the CPU: 4 at a time, not GOMAXPROCS.
 TEST_PARALLEL ?= 4
+# The simulation (runtime/sim) runs clients and brokers in one
+# testing/synctest bubble: franz-go must be built with -tags synctests.
 test: vet
 	CGO_ENABLED=1 $(GO) test -race -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(PKGS)
+	CGO_ENABLED=1 $(GO) test -race -tags synctests -timeout 5m ./runtime/sim/...
 
 test-short:
 	$(GO) test -short -timeout $(TEST_TIMEOUT) $(PKGS)
