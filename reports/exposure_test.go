@@ -1,0 +1,183 @@
+package reports
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gregor/checker"
+	"gregor/history"
+)
+
+// readExposureRun reads testdata/exposure: a hand-made run of two
+// partitions at acks=1. Broker 1 leads queue/0 and is killed at 1.1 s (the
+// nemesis recorded HW 7 just before; consumers had read below 5; offsets
+// 0-9 were acknowledged, 7-9 above the HW, and 8-9 never read again); the
+// samples show no leader at 1.125 s, then broker 2 at epoch 2. At 3.5 s
+// broker 2, leading both partitions, is cut off (a line without led, as
+// histories before it was recorded: the leaders come from the sample at
+// 3.375 s); queue/1's ISR had been broker 2 alone since 1.875 s, and
+// consumers had read it below 2 before then.
+func readExposureRun(t *testing.T) *history.Run {
+	t.Helper()
+	run, err := history.ReadRun(filepath.Join("testdata", "exposure", "history.jsonl"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func TestExposuresFromFixture(t *testing.T) {
+	run := readExposureRun(t)
+	hits := Exposures(run.Ops, run.Metadata, run.Config)
+	if len(hits) != 2 {
+		t.Fatalf("%d faults, want 2: %+v", len(hits), hits)
+	}
+	kill, part := hits[0], hits[1]
+	if kill.Kind != "kill" || kill.Step != 0 || kill.Start != 1100e6 || kill.End != 3000e6 || kill.LedFrom != "nemesis" ||
+		!strings.Contains(kill.LedNote, "ListOffsets") || !reflect.DeepEqual(kill.Nodes, []int32{1}) {
+		t.Fatalf("kill: %+v", kill)
+	}
+	if part.Kind != "partition" || part.Step != 1 || part.Start != 3500e6 || part.End != 4500e6 || part.LedFrom != "metadata" ||
+		part.LedNote != "leaders as sampled at 3.375 s" {
+		t.Fatalf("partition: %+v", part)
+	}
+	type figures struct {
+		Partition                     int32
+		Leader, Epoch                 int32
+		Replicated                    int64
+		Since                         int64
+		Acked, Exposed, ExposedUnread int
+		Moved                         bool
+		LeaderlessAt                  int64
+		After, AfterEpoch             int32
+		AfterAt                       int64
+	}
+	fig := func(p PartitionHit) figures {
+		return figures{p.Partition, p.Leader, p.LeaderEpoch, p.Replicated, p.Since, p.Acked, p.Exposed, p.ExposedUnread,
+			p.Moved, p.LeaderlessAt, p.After, p.AfterEpoch, p.AfterAt}
+	}
+	for _, tc := range []struct {
+		name string
+		hit  FaultHit
+		want []figures
+		how  []string
+	}{
+		{"kill", kill, []figures{
+			// HW 7 beats the reads' 5: offsets 7, 8, 9 exposed, 8 and 9
+			// (values 9, 10) never read.
+			{Partition: 0, Leader: 1, Epoch: 0, Replicated: 7, Since: -1, Acked: 10, Exposed: 3, ExposedUnread: 2,
+				Moved: true, LeaderlessAt: 1125e6, After: 2, AfterEpoch: 2, AfterAt: 1375e6},
+		}, []string{"HW 7 its leader answered at 1.090 s"}},
+		{"partition", part, []figures{
+			// Broker 2 led since after 1.125 s (the sample of epoch 1):
+			// only value 11 at offset 8 counts, and consumers had read
+			// below 8. The stale sample at 3.875 s (epoch 2) is skipped.
+			{Partition: 0, Leader: 2, Epoch: 2, Replicated: 8, Since: 1125e6, Acked: 1, Exposed: 1, ExposedUnread: 0,
+				Moved: true, LeaderlessAt: -1, After: 3, AfterEpoch: 3, AfterAt: 3625e6},
+			// ISR the leader alone: only the read before 1.625 s counts
+			// (below 2); offsets 2-7 exposed, all read at the end.
+			{Partition: 1, Leader: 2, Epoch: 0, Replicated: 2, Since: -1, Acked: 8, Exposed: 6, ExposedUnread: 0,
+				Moved: true, LeaderlessAt: 3625e6, After: 2, AfterEpoch: 2, AfterAt: 4625e6},
+		}, []string{"offsets below 8 read by consumers", "the ISR was the leader alone: evidence from before 1.625 s"}},
+	} {
+		var got []figures
+		for i, p := range tc.hit.Partitions {
+			got = append(got, fig(p))
+			if !strings.Contains(p.ReplicatedHow, tc.how[i]) {
+				t.Errorf("%s: partition %d replicated %q, want it to say %q", tc.name, p.Partition, p.ReplicatedHow, tc.how[i])
+			}
+			if p.Key != "queue/"+string(rune('0'+p.Partition)) {
+				t.Errorf("%s: key %q", tc.name, p.Key)
+			}
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Under acks=all the same history counts acknowledged offsets as
+// replicated (an acknowledgement waits for the ISR): nothing is exposed
+// where the ISR had followers; where it was the leader alone, only
+// acknowledgements from before it shrank count.
+func TestExposuresAcksAll(t *testing.T) {
+	run := readExposureRun(t)
+	cfg := *run.Config
+	cfg.Acks = "all"
+	hits := Exposures(run.Ops, run.Metadata, &cfg)
+	if p := hits[0].Partitions[0]; p.Exposed != 0 || p.Replicated != 10 {
+		t.Fatalf("acks=all kill: replicated %d, exposed %d (%s)", p.Replicated, p.Exposed, p.ReplicatedHow)
+	}
+	if p := hits[1].Partitions[0]; p.Exposed != 0 {
+		t.Fatalf("acks=all partition, queue/0: exposed %d (%s)", p.Exposed, p.ReplicatedHow)
+	}
+	// queue/1: acknowledged below 5 before 1.625 s; 106-108 (offsets 5-7)
+	// were acknowledged by the leader alone.
+	if p := hits[1].Partitions[1]; p.Replicated != 5 || p.Exposed != 3 {
+		t.Fatalf("acks=all partition, queue/1: replicated %d, exposed %d (%s)", p.Replicated, p.Exposed, p.ReplicatedHow)
+	}
+	cfg.Acks = "0"
+	for _, p := range Exposures(run.Ops, run.Metadata, &cfg)[0].Partitions {
+		if !p.NoOffsets {
+			t.Fatal("acks=0 not marked")
+		}
+	}
+}
+
+// Without metadata a fault the runner recorded still shows its leader and
+// exposure; one it did not says nothing is known; no leader move is
+// claimed.
+func TestExposuresWithoutMetadata(t *testing.T) {
+	run := readExposureRun(t)
+	hits := Exposures(run.Ops, nil, run.Config)
+	if p := hits[0].Partitions[0]; p.Exposed != 3 || p.Moved || p.AfterWhy != "no metadata samples" {
+		t.Fatalf("kill without metadata: %+v", p)
+	}
+	if len(hits[1].Partitions) != 0 || hits[1].LedNote != "no metadata sample before it began" {
+		t.Fatalf("partition without metadata: %+v", hits[1])
+	}
+}
+
+// The section renders the figures in the fault table, escaped.
+func TestFaultsSectionHTML(t *testing.T) {
+	path := writeExposureReport(t)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	sec := page[strings.Index(page, `id="faults-hit"`):]
+	sec = sec[:strings.Index(sec, "</table>")]
+	for _, want := range []string{`id="faults-exposed-total">10<`, `<td class="exposed">3</td>`, `<td class="unread">2</td>`,
+		`<td class="exposed">6</td>`, "no leader at 1.12 s; broker 2 (epoch 2) at 1.38 s", "leaders as sampled at 3.375 s",
+		"&lt;img src=x onerror=alert(1)&gt;"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("fault table lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "<img") {
+		t.Fatal("markup from the history injected")
+	}
+}
+
+func writeExposureReport(t *testing.T) string {
+	t.Helper()
+	run := readExposureRun(t)
+	res, err := checker.Check(run.Ops, run.Config, checker.Options{Metadata: run.Metadata})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := WriteRun(f, RunInput{Title: "exposure", Config: run.Config, Ops: run.Ops, Result: &res, Metadata: run.Metadata}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
