@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"image/color"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -151,8 +152,8 @@ func TestFaultsSectionHTML(t *testing.T) {
 	page := string(b)
 	sec := page[strings.Index(page, `id="faults-hit"`):]
 	sec = sec[:strings.Index(sec, "</table>")]
-	for _, want := range []string{`id="faults-exposed-total">10<`, `<td class="exposed">3</td>`, `<td class="unread">2</td>`,
-		`<td class="exposed">6</td>`, "no leader at 1.12 s; broker 2 (epoch 2) at 1.38 s", "leaders as sampled at 3.375 s",
+	for _, want := range []string{`id="faults-exposed-total">10<`, `<td class="exposed some">3</td>`, `<td class="unread some">2</td>`,
+		`<td class="exposed some">6</td>`, `<td class="unread">0</td>`, "no leader at 1.12 s; broker 2 (epoch 2) at 1.38 s", "leaders as sampled at 3.375 s",
 		"&lt;img src=x onerror=alert(1)&gt;"} {
 		if !strings.Contains(sec, want) {
 			t.Errorf("fault table lacks %q", want)
@@ -180,4 +181,48 @@ func writeExposureReport(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestFaultsSectionInBrowser renders the fixture's report in headless
+// chromium: the fault table has one row per partition a fault hit (the
+// fault's cells spanning them), the figures as computed, exposed cells
+// shaded, and nothing the history held became markup.
+func TestFaultsSectionInBrowser(t *testing.T) {
+	path := writeExposureReport(t)
+	dom, shot := render(t, path)
+	i := strings.Index(dom, `<table id="faults"`)
+	if i < 0 {
+		t.Fatal("no fault table in the page")
+	}
+	table := dom[i : i+strings.Index(dom[i:], "</table>")]
+	for _, c := range []struct {
+		re   string
+		want int
+	}{
+		{`<tr id="fault-`, 2},            // two faults
+		{`<td rowspan="2">`, 4},          // the partition's cells span its two rows
+		{`<td class="exposed some">`, 3}, // 3, 1, 6
+		{`<td class="unread some">`, 1},  // 2 of the kill's
+		{`<td class="after">moved: `, 3}, // every leader moved
+		{`<code>queue/[01]</code>`, 3},   // kill: queue/0; partition: both
+		{`<td class="repl">`, 3},
+	} {
+		if got := count(table, c.re); got != c.want {
+			t.Errorf("fault table: %d matches of %s, want %d", got, c.re, c.want)
+		}
+	}
+	mustContain(t, table, "broker 1 (0)", "[1, 2, 3]", "HW 7 its leader answered at 1.090 s",
+		"no leader at 3.62 s; broker 2 (epoch 2) at 4.62 s", "broker 3 (epoch 3) at 3.62 s",
+		"the ISR was the leader alone: evidence from before 1.625 s", "since 1.12 s")
+	mustContain(t, dom, `id="faults-exposed-total">10<`)
+	if strings.Contains(dom, "<img") || strings.Contains(dom, "<script") {
+		t.Fatal("markup from the history injected")
+	}
+	// The shaded exposed cells (orange) and the never-read cell (red) show.
+	if n := colours(shot, color.RGBA{0xf7, 0xb2, 0x67, 0xff}); n < 100 {
+		t.Fatalf("screenshot has %d orange pixels: the exposed cells did not render", n)
+	}
+	if n := colours(shot, color.RGBA{0xf0, 0x80, 0x80, 0xff}); n < 30 {
+		t.Fatalf("screenshot has %d pink pixels: the never-read cell did not render", n)
+	}
 }
