@@ -50,3 +50,36 @@ func TestRunnerRecordsLed(t *testing.T) {
 		t.Fatalf("the fault's end records led %+v", end.Led)
 	}
 }
+
+// A restart storm's every kill round records what the node it kills led;
+// its start, restarts and end do not.
+func TestStormRoundsRecordLed(t *testing.T) {
+	fc := &fakeCluster{}
+	var buf bytes.Buffer
+	h := history.NewWriter(&buf, 0)
+	topo := StaticTopology{IDs: []int32{1, 2, 3}, Leaders: []int32{2}}
+	r := &Runner{Cluster: fc, Topo: topo, History: h, Epoch: time.Now(), Target: TargetLeader, SessionTimeout: 200 * time.Millisecond}
+	if err := r.Run(context.Background(), Schedule{{Kind: RestartStorm, Hold: 300 * time.Millisecond, Pick: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	h.Flush()
+	ops, _, _, err := history.ReadAll(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kills := 0
+	for _, op := range ops {
+		v, _ := history.ParseNemesis(&op)
+		if v.Phase == "kill" {
+			kills++
+			if len(v.Led) != 1 || v.Led[0].Leader != 2 || v.Led[0].Partition != 0 {
+				t.Fatalf("round %v's kill led %+v", v.Round, v.Led)
+			}
+		} else if v.Led != nil {
+			t.Fatalf("%s (phase %q) records led %+v", op.F, v.Phase, v.Led)
+		}
+	}
+	if kills == 0 {
+		t.Fatal("no kill round")
+	}
+}

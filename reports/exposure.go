@@ -24,6 +24,11 @@ type FaultHit struct {
 	Index int64 // of the operation that began it
 	Step  int   // -1: not recorded
 	Kind  string
+	// Phase and Round name a scenario's phase or a restart-storm's round:
+	// besides a step's first operation, every later one that recorded what
+	// it hit (a scenario's kill, a storm round's) is a FaultHit of its own.
+	Phase string
+	Round *int
 	Start int64
 	// End is when its ending operation came (-1: none, or instant).
 	End   int64
@@ -105,24 +110,22 @@ func Exposures(ops []history.Op, samples []history.MetadataSample, cfg *history.
 			for i := len(faults) - 1; i >= 0; i-- {
 				f := &faults[i]
 				if f.End < 0 && (f.Step == step || op.F == history.VerbHealAll) && !history.Instant(f.Kind) {
-					f.End = op.Time
-					if op.F != history.VerbHealAll {
-						break
-					}
+					f.End = op.Time // every row of the step: its phases' too
 				}
 			}
 			delete(openStep, step)
 			continue
 		}
-		if step >= 0 && openStep[step] {
+		recorded := len(v.Led) > 0 || v.LedError != ""
+		if step >= 0 && openStep[step] && !recorded {
 			continue // a scenario's next phase, a storm's next round
 		}
 		if step >= 0 {
 			openStep[step] = true
 		}
-		f := FaultHit{Index: op.Index, Step: step, Kind: op.F, Start: op.Time, End: -1, Nodes: v.Nodes}
+		f := FaultHit{Index: op.Index, Step: step, Kind: op.F, Phase: v.Phase, Round: v.Round, Start: op.Time, End: -1, Nodes: v.Nodes}
 		switch {
-		case len(v.Led) > 0 || v.LedError != "":
+		case recorded:
 			f.LedFrom, f.LedNote = "nemesis", v.LedError
 			for _, l := range v.Led {
 				ph := PartitionHit{Partition: l.Partition, Leader: l.Leader, LeaderEpoch: l.LeaderEpoch, ISR: l.ISR, Replicated: -1}
@@ -490,8 +493,18 @@ func faultsSection(ops []history.Op, samples []history.MetadataSample, cfg *hist
 	for _, f := range hits {
 		base := faultRow{First: true, Span: max(1, len(f.Partitions)), ID: fmt.Sprintf("fault-%d", f.Index), Fault: f.Kind, Start: f.Start,
 			Nodes: joinIDs(f.Nodes), Note: f.LedNote}
+		var what []string
 		if f.Step >= 0 {
-			base.Fault = fmt.Sprintf("%s (step %d)", f.Kind, f.Step)
+			what = append(what, fmt.Sprintf("step %d", f.Step))
+		}
+		if f.Round != nil {
+			what = append(what, fmt.Sprintf("round %d", *f.Round))
+		}
+		if f.Phase != "" {
+			what = append(what, f.Phase)
+		}
+		if len(what) > 0 {
+			base.Fault = fmt.Sprintf("%s (%s)", f.Kind, strings.Join(what, ", "))
 		}
 		switch {
 		case f.End >= 0:

@@ -226,3 +226,58 @@ func TestFaultsSectionInBrowser(t *testing.T) {
 		t.Fatalf("screenshot has %d pink pixels: the never-read cell did not render", n)
 	}
 }
+
+// A storm's kill rounds (and a scenario's kill phases) that recorded what
+// they hit are rows of their own, each ending with the step.
+func TestExposuresStormRounds(t *testing.T) {
+	hw := func(n int64) *int64 { return &n }
+	round := func(n int) *int { return &n }
+	step := 0
+	var ops []history.Op
+	nem := func(t int64, f string, v history.NemesisValue) {
+		v.Step = &step
+		op := history.NemesisOp(t, f, v, nil)
+		op.Index = int64(len(ops))
+		ops = append(ops, op)
+	}
+	send := func(t int64, off int64) {
+		m := history.Send("q/0", off+1)
+		ops = append(ops, history.Op{Index: int64(len(ops)), Time: t, Process: 0, Type: history.Invoke, F: history.FSend, Mops: []history.Mop{m}})
+		m.Offset = off
+		ops = append(ops, history.Op{Index: int64(len(ops)), Time: t + 1, Process: 0, Type: history.OK, F: history.FSend, Mops: []history.Mop{m}})
+	}
+	for i := int64(0); i < 5; i++ {
+		send(10+i*10, i)
+	}
+	one := history.NemesisAction{Nodes: []int32{1}, Partition: 0}
+	nem(100, history.NemesisRestartStorm, history.NemesisValue{NemesisAction: one})
+	nem(110, history.NemesisRestartStorm, history.NemesisValue{NemesisAction: one, Phase: "kill", Round: round(0),
+		Led: []history.LedPartition{{Partition: 0, Leader: 1, ISR: []int32{1, 2, 3}, HW: hw(3), At: 105}}})
+	nem(150, history.NemesisRestartStorm, history.NemesisValue{NemesisAction: one, Phase: "start", Round: round(0)})
+	send(160, 5)
+	nem(200, history.NemesisRestartStorm, history.NemesisValue{NemesisAction: history.NemesisAction{Nodes: []int32{2}, Partition: 0}, Phase: "kill", Round: round(1),
+		Led: []history.LedPartition{{Partition: 0, Leader: 2, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, HW: hw(6), At: 195}}})
+	nem(300, history.EndVerb(history.NemesisRestartStorm), history.NemesisValue{NemesisAction: one, Round: round(2)})
+	hits := Exposures(ops, nil, &history.Config{Acks: "1"})
+	if len(hits) != 3 {
+		t.Fatalf("%d rows, want the storm's start and its 2 kill rounds: %+v", len(hits), hits)
+	}
+	for i, h := range hits {
+		if h.End != 300 {
+			t.Errorf("row %d ends at %d, want the storm's end", i, h.End)
+		}
+	}
+	if hits[0].LedFrom != "" || len(hits[0].Partitions) != 0 || hits[0].LedNote != "no metadata sample before it began" {
+		t.Errorf("storm start: %+v", hits[0])
+	}
+	if p := hits[1].Partitions[0]; *hits[1].Round != 0 || p.Replicated != 3 || p.Acked != 5 || p.Exposed != 2 {
+		t.Errorf("round 0: %+v", p)
+	}
+	if p := hits[2].Partitions[0]; *hits[2].Round != 1 || p.Leader != 2 || p.Replicated != 6 || p.Acked != 6 || p.Exposed != 0 {
+		t.Errorf("round 1: %+v", p)
+	}
+	v := faultsSection(ops, nil, &history.Config{Acks: "1"})
+	if got := v.Rows[1].Fault; got != "restart-storm (step 0, round 0, kill)" {
+		t.Errorf("round 0 labelled %q", got)
+	}
+}
