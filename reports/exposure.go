@@ -43,8 +43,11 @@ type FaultHit struct {
 
 // PartitionHit is one partition a hit node led when the fault began.
 type PartitionHit struct {
-	Partition   int32
-	Key         string
+	Partition int32
+	Key       string
+	// Side is, for a network partition, the largest group holding the
+	// leader: the nodes it could still reach.
+	Side        []int32
 	Leader      int32
 	LeaderEpoch int32
 	ISR         []int32
@@ -94,6 +97,7 @@ func Exposures(ops []history.Op, samples []history.MetadataSample, cfg *history.
 
 	var faults []FaultHit
 	openStep := map[int]bool{}
+	groupsOf := map[int64][][]int32{}
 	for _, op := range ops {
 		if op.Process != history.Nemesis {
 			continue
@@ -122,6 +126,9 @@ func Exposures(ops []history.Op, samples []history.MetadataSample, cfg *history.
 		}
 		if step >= 0 {
 			openStep[step] = true
+		}
+		if len(v.Groups) > 0 {
+			groupsOf[op.Index] = v.Groups
 		}
 		f := FaultHit{Index: op.Index, Step: step, Kind: op.F, Phase: v.Phase, Round: v.Round, Start: op.Time, End: -1, Nodes: v.Nodes}
 		switch {
@@ -163,6 +170,11 @@ func Exposures(ops []history.Op, samples []history.MetadataSample, cfg *history.
 	}
 	for i := range faults {
 		f := &faults[i]
+		if g := groupsOf[f.Index]; len(g) > 0 {
+			for j := range f.Partitions {
+				f.Partitions[j].Side = sideOf(g, f.Partitions[j].Leader)
+			}
+		}
 		next := int64(-1)
 		if i+1 < len(faults) {
 			next = faults[i+1].Start
@@ -176,6 +188,17 @@ func Exposures(ops []history.Op, samples []history.MetadataSample, cfg *history.
 		}
 	}
 	return faults
+}
+
+// sideOf is the largest group holding id (nil: none does).
+func sideOf(groups [][]int32, id int32) []int32 {
+	var side []int32
+	for _, g := range groups {
+		if slices.Contains(g, id) && len(g) > len(side) {
+			side = g
+		}
+	}
+	return side
 }
 
 // partEvents are one partition's acknowledged records and reads, in
@@ -477,6 +500,7 @@ type faultRow struct {
 	Note  string
 	Hit   *PartitionHit
 	ISR   string
+	Side  string
 	After string
 }
 
@@ -532,6 +556,9 @@ func faultsSection(ops []history.Op, samples []history.MetadataSample, cfg *hist
 			}
 			r.Hit = ph
 			r.ISR = "[" + joinIDs(ph.ISR) + "]"
+			if ph.Side != nil {
+				r.Side = "its side of the partition: " + joinIDs(ph.Side)
+			}
 			r.After = afterText(ph, f.End)
 			v.Total += ph.Exposed
 			v.Rows = append(v.Rows, r)

@@ -42,7 +42,7 @@ func TestExposuresFromFixture(t *testing.T) {
 		t.Fatalf("kill: %+v", kill)
 	}
 	if part.Kind != "partition" || part.Step != 1 || part.Start != 3500e6 || part.End != 4500e6 || part.LedFrom != "metadata" ||
-		part.LedNote != "leaders as sampled at 3.375 s" {
+		part.LedNote != "leaders as sampled at 3.375 s" || !reflect.DeepEqual(part.Partitions[1].Side, []int32{2}) || kill.Partitions[0].Side != nil {
 		t.Fatalf("partition: %+v", part)
 	}
 	type figures struct {
@@ -213,7 +213,7 @@ func TestFaultsSectionInBrowser(t *testing.T) {
 	}
 	mustContain(t, table, "broker 1 (0)", "[1, 2, 3]", "HW 7 its leader answered at 1.090 s",
 		"no leader at 3.62 s; broker 2 (epoch 2) at 4.62 s", "broker 3 (epoch 3) at 3.62 s",
-		"the ISR was the leader alone: evidence from before 1.625 s", "since 1.12 s")
+		"the ISR was the leader alone: evidence from before 1.625 s", "since 1.12 s", "its side of the partition: 2<")
 	mustContain(t, dom, `id="faults-exposed-total">10<`)
 	if strings.Contains(dom, "<img") || strings.Contains(dom, "<script") {
 		t.Fatal("markup from the history injected")
