@@ -486,6 +486,10 @@ type faultsView struct {
 	AcksAll bool
 	Acks    string
 	Total   int // exposed records over every fault
+	Unread  int // of them, never read
+	// LostAcks is the checker's count of acknowledged records gone
+	// (-1: no result).
+	LostAcks int
 }
 
 type faultRow struct {
@@ -509,7 +513,7 @@ func faultsSection(ops []history.Op, samples []history.MetadataSample, cfg *hist
 	if len(hits) == 0 {
 		return nil
 	}
-	v := &faultsView{}
+	v := &faultsView{LostAcks: -1}
 	if cfg != nil {
 		v.Acks = cfg.Acks
 		v.AcksAll = cfg.Acks == "all" || cfg.Acks == "-1"
@@ -540,7 +544,7 @@ func faultsSection(ops []history.Op, samples []history.MetadataSample, cfg *hist
 		}
 		switch f.LedFrom {
 		case "nemesis":
-			base.From = "recorded by the nemesis just before it applied the fault"
+			base.From = "leaders as the nemesis recorded them"
 		case "metadata":
 			base.From = "from metadata samples"
 		}
@@ -561,6 +565,7 @@ func faultsSection(ops []history.Op, samples []history.MetadataSample, cfg *hist
 			}
 			r.After = afterText(ph, f.End)
 			v.Total += ph.Exposed
+			v.Unread += ph.ExposedUnread
 			v.Rows = append(v.Rows, r)
 		}
 	}

@@ -200,7 +200,7 @@ func TestFaultsSectionInBrowser(t *testing.T) {
 		want int
 	}{
 		{`<tr id="fault-`, 2},            // two faults
-		{`<td rowspan="2">`, 4},          // the partition's cells span its two rows
+		{`<td rowspan="2"`, 4},           // the partition's cells span its two rows
 		{`<td class="exposed some">`, 3}, // 3, 1, 6
 		{`<td class="unread some">`, 1},  // 2 of the kill's
 		{`<td class="after">moved: `, 3}, // every leader moved
@@ -214,7 +214,7 @@ func TestFaultsSectionInBrowser(t *testing.T) {
 	mustContain(t, table, "broker 1 (0)", "[1, 2, 3]", "HW 7 its leader answered at 1.090 s",
 		"no leader at 3.62 s; broker 2 (epoch 2) at 4.62 s", "broker 3 (epoch 3) at 3.62 s",
 		"the ISR was the leader alone: evidence from before 1.625 s", "since 1.12 s", "its side of the partition: 2<")
-	mustContain(t, dom, `id="faults-exposed-total">10<`)
+	mustContain(t, dom, `id="faults-exposed-total">10<`, "<b>2</b> of them never read")
 	if strings.Contains(dom, "<img") || strings.Contains(dom, "<script") {
 		t.Fatal("markup from the history injected")
 	}

@@ -206,6 +206,9 @@ func buildRun(in RunInput) (*runView, error) {
 	v.Latency, v.Sends = latency(ivs, bands, end)
 	v.Throughput = throughput(ivs, bands, end)
 	v.Faults = faultsSection(in.Ops, in.Metadata, in.Config)
+	if v.Faults != nil {
+		v.Faults.LostAcks = in.Result.Stats.LostAcks
+	}
 	v.Metadata = metadataChart(in.Metadata, bands, end, configMinISR(in.Config), in.MetadataNote)
 	groups, err := groupSections(in.Result, bands, end)
 	if err != nil {
