@@ -490,6 +490,7 @@ type faultsView struct {
 	// LostAcks is the checker's count of acknowledged records gone
 	// (-1: no result).
 	LostAcks int
+	Note     string
 }
 
 type faultRow struct {
@@ -508,12 +509,26 @@ type faultRow struct {
 	After string
 }
 
+// maxFaultRows bounds the fault table (a long storm run has thousands of
+// rounds); the totals still count every fault.
+const maxFaultRows = 500
+
 func faultsSection(ops []history.Op, samples []history.MetadataSample, cfg *history.Config) *faultsView {
 	hits := Exposures(ops, samples, cfg)
 	if len(hits) == 0 {
 		return nil
 	}
 	v := &faultsView{LostAcks: -1}
+	defer func() {
+		if len(v.Rows) > maxFaultRows {
+			cut := maxFaultRows
+			for cut > 0 && !v.Rows[cut].First {
+				cut-- // whole faults only
+			}
+			v.Note = fmt.Sprintf("showing the first %d of %d rows; the totals count every fault", cut, len(v.Rows))
+			v.Rows = v.Rows[:cut]
+		}
+	}()
 	if cfg != nil {
 		v.Acks = cfg.Acks
 		v.AcksAll = cfg.Acks == "all" || cfg.Acks == "-1"

@@ -281,3 +281,22 @@ func TestExposuresStormRounds(t *testing.T) {
 		t.Errorf("round 0 labelled %q", got)
 	}
 }
+
+// A table of more rows than maxFaultRows stops at a whole fault and says
+// so; the totals count every fault.
+func TestFaultsSectionBounded(t *testing.T) {
+	var ops []history.Op
+	step := 0
+	for i := range maxFaultRows + 10 {
+		v := history.NemesisValue{NemesisAction: history.NemesisAction{Nodes: []int32{1}, Partition: 0}, Step: &step,
+			Led: []history.LedPartition{{Partition: 0, Leader: 1, ISR: []int32{1}}, {Partition: 1, Leader: 1, ISR: []int32{1}}}}
+		op := history.NemesisOp(int64(i), history.NemesisKill, v, nil)
+		op.Index = int64(i)
+		ops = append(ops, op)
+		step++
+	}
+	v := faultsSection(ops, nil, nil)
+	if len(v.Rows) != maxFaultRows || !v.Rows[len(v.Rows)-2].First || v.Note == "" {
+		t.Fatalf("%d rows, note %q", len(v.Rows), v.Note)
+	}
+}
