@@ -177,7 +177,11 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	r.active.Add(1)
 	defer r.active.Add(-1)
 	r.done.Add(1)
-	r.write(string(st.Kind), v, r.apply(ctx, st.Kind, a))
+	start := v
+	if ledFault(st.Kind) {
+		start.Led, start.LedError = r.led(ctx, a.Nodes)
+	}
+	r.write(string(st.Kind), start, r.apply(ctx, st.Kind, a))
 	sleep.For(ctx, st.Hold)
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
 	defer cancel()
