@@ -145,23 +145,28 @@ func (w *linWindow) size() int {
 // keyWindows builds the windows of one key.
 func (ix *index) keyWindows(k *keyIndex, window int) []linWindow {
 	n := int64(len(k.slots))
+	// sendAt[o]: the send whose value is the one known at o; -1 if none.
+	sendAt := make([]int32, n)
+	for o := range sendAt {
+		sendAt[o] = -1
+		if s := &k.slots[o]; s.first >= 0 {
+			if si, ok := k.byValue.get(s.value); ok {
+				sendAt[o] = si
+			}
+		}
+	}
 	writer := func(o int64) (int32, bool) {
-		s := k.slots[o]
-		if s.first < 0 {
-			return -1, false
+		if si := sendAt[o]; si >= 0 {
+			return k.sends[si].call, true
 		}
-		si, ok := k.byValue[s.value]
-		if !ok {
-			return -1, false
-		}
-		return k.sends[si].call, true
+		return -1, false
 	}
 	// occurrenceEnd: the latest instant the record at o can have been
 	// appended by its writer's call ci: the call's end, except for a copy
 	// of an acknowledged send at another offset than the acknowledged one,
 	// which a late request can append at any time after the send began.
 	occurrenceEnd := func(o int64, ci int32) int64 {
-		si := k.byValue[k.slots[o].value]
+		si := sendAt[o]
 		if ack := k.sends[si].ack; ack >= 0 && ack != o {
 			return never
 		}
