@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 )
 
 // ParseError says which line of a run file (a history, metadata.jsonl) is
@@ -145,11 +146,12 @@ func ReadAll(rd io.Reader) (ops []Op, lines []int, warnings []string, err error)
 	if l, ok := rd.(interface{ Len() int }); ok { // bytes.Reader, strings.Reader
 		hint = min(l.Len()/100+1, 1<<24)
 	}
-	return readAll(rd, hint)
+	return readAllParallel(rd, hint, runtime.GOMAXPROCS(0))
 }
 
 // readAll reads a whole history with room for sizeHint ops, so a million-line
-// file is not copied over and over as the slice grows.
+// file is not copied over and over as the slice grows. It is the reference
+// readAllParallel is tested against.
 func readAll(rd io.Reader, sizeHint int) (ops []Op, lines []int, warnings []string, err error) {
 	r := NewReader(rd)
 	ops = make([]Op, 0, sizeHint)
@@ -183,7 +185,7 @@ func ReadFile(path string) (ops []Op, lines []int, warnings []string, err error)
 		// ~100 bytes a line; bounded so a huge file cannot reserve absurd memory up front.
 		hint = int(min(st.Size()/100+1, 1<<24))
 	}
-	ops, lines, warnings, err = readAll(f, hint)
+	ops, lines, warnings, err = readAllParallel(f, hint, runtime.GOMAXPROCS(0))
 	warnings, err = inFile(path, warnings, err)
 	return ops, lines, warnings, err
 }
