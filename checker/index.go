@@ -65,6 +65,9 @@ type keyIndex struct {
 	// lastPollEnd is the latest completion of a poll that read the key (-1:
 	// none); built by finish.
 	lastPollEnd int64
+	// firstOffsets[si] backs sends[si].offsets while it holds one offset
+	// (one allocation for the key, not one per send).
+	firstOffsets []int64
 	// readAbove[o] is the earliest completion of a poll that read an offset
 	// above o (-1: none); built on first use by firstReadAbove.
 	readAbove []int64
@@ -236,6 +239,7 @@ func buildIndex(calls []call) (*index, error) {
 		k := ix.key(name)
 		k.byValue = newValueIndex(n.n, n.dense)
 		k.sends = make([]sendRec, 0, n.n)
+		k.firstOffsets = make([]int64, n.n)
 	}
 	slices.Sort(ix.order) // map order above is random; keep output deterministic
 	for ci := range calls {
@@ -266,8 +270,7 @@ func buildIndex(calls []call) (*index, error) {
 				if err := k.observe(ack, m.Value, int32(ci), false); err != nil {
 					return nil, &InputError{c.cindex, c.pos, err.Error()}
 				}
-				s := &k.sends[len(k.sends)-1]
-				s.offsets = append(s.offsets, ack)
+				k.addOffset(int32(len(k.sends)-1), ack)
 			}
 		}
 	}
@@ -306,7 +309,7 @@ func buildIndex(calls []call) (*index, error) {
 						s.read, s.reader = true, int32(ci)
 					}
 					if !containsInt(s.offsets, r.Offset) {
-						s.offsets = append(s.offsets, r.Offset)
+						k.addOffset(si, r.Offset)
 					}
 				}
 			}
@@ -317,6 +320,17 @@ func buildIndex(calls []call) (*index, error) {
 	}
 	ix.stats.Keys = len(ix.keys)
 	return ix, nil
+}
+
+// addOffset appends o to sends[si].offsets.
+func (k *keyIndex) addOffset(si int32, o int64) {
+	s := &k.sends[si]
+	if s.offsets == nil && int(si) < len(k.firstOffsets) {
+		s.offsets = k.firstOffsets[si : si+1 : si+1] // a second offset reallocates
+		s.offsets[0] = o
+		return
+	}
+	s.offsets = append(s.offsets, o)
 }
 
 func containsInt(xs []int64, x int64) bool {

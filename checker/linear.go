@@ -184,15 +184,10 @@ func (ix *index) keyWindows(k *keyIndex, window int) []linWindow {
 			}
 		}
 	}
-	// Elements placed by offset: gathered, then counting-sorted into one slice
-	// (one allocation, not one per offset).
-	elems := make([]linOp, 0, n+int64(len(k.polls)))
-	for o := int64(0); o < n; o++ {
-		if ci, ok := writer(o); ok {
-			c := &ix.calls[ci]
-			elems = append(elems, linOp{linInput{linSend, o, k.slots[o].value, ci}, c.start, occurrenceEnd(o, ci), c.proc})
-		}
-	}
+	// Elements placed by offset, counting-sorted into one slice (one
+	// allocation, not one per offset): offset o's are
+	// sorted[starts[o]:starts[o+1]], its send first, then its polls in
+	// history order.
 	var fills []linOp
 	for si := range k.sends {
 		s := &k.sends[si]
@@ -201,31 +196,43 @@ func (ix *index) keyWindows(k *keyIndex, window int) []linWindow {
 			fills = append(fills, linOp{linInput{linFill, -1, s.value, s.call}, c.start, c.end, c.proc})
 		}
 	}
-	for _, p := range k.polls {
-		c := &ix.calls[p.call]
+	pollHi := make([]int64, len(k.polls)) // highest offset read consistently; -1: none
+	starts := make([]int32, n+1)
+	for o := int64(0); o < n; o++ {
+		if sendAt[o] >= 0 {
+			starts[o+1]++
+		}
+	}
+	for pi, p := range k.polls {
 		hi := int64(-1)
 		for _, r := range p.recs {
 			if k.slots[r.Offset].value == r.Value {
 				hi = max(hi, r.Offset)
 			}
 		}
+		pollHi[pi] = hi
 		if hi >= 0 {
-			elems = append(elems, linOp{linInput{linPoll, hi, 0, p.call}, c.start, c.end, c.proc})
+			starts[hi+1]++
 		}
-	}
-	// Offset o's elements are sorted[starts[o]:starts[o+1]].
-	starts := make([]int32, n+1)
-	for _, e := range elems {
-		starts[e.in.offset+1]++
 	}
 	for o := int64(0); o < n; o++ {
 		starts[o+1] += starts[o]
 	}
-	sorted := make([]linOp, len(elems))
+	sorted := make([]linOp, starts[n])
 	fill := slices.Clone(starts[:n])
-	for _, e := range elems {
-		sorted[fill[e.in.offset]] = e
-		fill[e.in.offset]++
+	for o := int64(0); o < n; o++ {
+		if ci, ok := writer(o); ok {
+			c := &ix.calls[ci]
+			sorted[fill[o]] = linOp{linInput{linSend, o, k.slots[o].value, ci}, c.start, occurrenceEnd(o, ci), c.proc}
+			fill[o]++
+		}
+	}
+	for pi, p := range k.polls {
+		if hi := pollHi[pi]; hi >= 0 {
+			c := &ix.calls[p.call]
+			sorted[fill[hi]] = linOp{linInput{linPoll, hi, 0, p.call}, c.start, c.end, c.proc}
+			fill[hi]++
+		}
 	}
 	// earliest[o]: the earliest instant send(o) can take effect (greedy along the chain).
 	earliest := make([]int64, irregular)

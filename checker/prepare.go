@@ -71,7 +71,13 @@ const afterAppendErr = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 // pair turns lines into calls in completion order. An invoke still pending at
 // the end of the history becomes an Info call (the harness stopped waiting).
 func pair(ops []history.Op) ([]call, error) {
-	calls := make([]call, 0, len(ops)/2+1)
+	n := 0 // completions and events: one call each
+	for i := range ops {
+		if ops[i].Type != history.Invoke {
+			n++
+		}
+	}
+	calls := make([]call, 0, n+1)
 	pending := make(map[history.Process]int) // process -> position of its open invoke
 	for i := range ops {
 		op := &ops[i]
