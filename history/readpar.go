@@ -30,17 +30,35 @@ type readBatch struct {
 	// too long).
 	readErr error
 
+	// base is the position of the batch's first op in the result, count
+	// its lines that are not blank; direct: they fit the result's capacity,
+	// so the worker decodes them there (ops and lines are then that part
+	// of the result, and nothing is copied).
+	base, count int
+	direct      bool
+
 	// decoded by a worker:
-	ops     []Op
-	lines   []int
-	badLine int   // line number of the first line that did not parse; 0: none
-	badOpen bool  // that line was the last one, without its newline
-	bad     error // why
-	done    chan struct{}
+	ops   []Op
+	lines []int
+	// own are the batch's arrays for ops that are not direct.
+	ownOps   []Op
+	ownLines []int
+	badLine  int   // line number of the first line that did not parse; 0: none
+	badOpen  bool  // that line was the last one, without its newline
+	bad      error // why
+	done     chan struct{}
 }
 
-func (b *readBatch) decode(d *decoder) {
-	b.ops, b.lines, b.badLine, b.bad = b.ops[:0], b.lines[:0], 0, nil
+// decode decodes the batch's lines, into ops and lines (the whole result's
+// arrays) when direct.
+func (b *readBatch) decode(d *decoder, ops []Op, lines []int) {
+	b.badLine, b.bad = 0, nil
+	if b.direct {
+		b.ops, b.lines = ops[b.base:b.base:b.base+b.count], lines[b.base:b.base:b.base+b.count]
+	} else {
+		b.ops, b.lines = b.ownOps[:0], b.ownLines[:0]
+		defer func() { b.ownOps, b.ownLines = b.ops[:0], b.lines[:0] }()
+	}
 	start := 0
 	for i, end := range b.ends {
 		line := bytes.TrimSpace(b.buf[start:end])
@@ -59,6 +77,14 @@ func (b *readBatch) decode(d *decoder) {
 	}
 }
 
+// blank is whether a line holds nothing but white space, as decode sees it.
+func blank(l []byte) bool {
+	if len(l) > 0 && l[0] > ' ' && l[0] < 0x80 {
+		return false
+	}
+	return len(bytes.TrimSpace(l)) == 0
+}
+
 // readAllParallel is readAll with the decoding spread over workers.
 func readAllParallel(rd io.Reader, sizeHint, workers int) (ops []Op, lines []int, warnings []string, err error) {
 	return readBatched(rd, sizeHint, workers, batchLines)
@@ -72,10 +98,17 @@ func readBatched(rd io.Reader, sizeHint, workers, maxLines int) (ops []Op, lines
 	order := make(chan *readBatch, 2*workers)
 	quit := make(chan struct{})
 	free := make(chan *readBatch, 3*workers+1)
+	// The result's arrays, filled in place while they have room: batches
+	// fit as long as the lines before them do, so the direct ones are the
+	// first, and all are taken before the first that is not.
+	ops = make([]Op, 0, sizeHint)
+	lines = make([]int, 0, sizeHint)
+	allOps, allLines := ops[:cap(ops)], lines[:cap(lines)]
 	// Split lines.
 	go func() {
 		defer close(work)
 		defer close(order)
+		next := 0 // position of the next batch's first op
 		for {
 			var b *readBatch
 			select {
@@ -85,6 +118,7 @@ func readBatched(rd io.Reader, sizeHint, workers, maxLines int) (ops []Op, lines
 				b = &readBatch{done: make(chan struct{}, 1)}
 			}
 			b.firstLine = r.line + 1
+			b.base, b.count = next, 0
 			eof := false
 			for len(b.ends) < maxLines && len(b.buf) < batchBytes {
 				l, complete, err := r.readLine()
@@ -100,12 +134,17 @@ func readBatched(rd io.Reader, sizeHint, workers, maxLines int) (ops []Op, lines
 				r.line++ // readLine names the next line in its errors
 				b.buf = append(b.buf, l...)
 				b.ends = append(b.ends, len(b.buf))
+				if !blank(l) {
+					b.count++
+				}
 				if !complete {
 					b.lastOpen = true
 					eof = true
 					break
 				}
 			}
+			next += b.count
+			b.direct = next <= len(allOps)
 			select {
 			case order <- b:
 			case <-quit:
@@ -128,7 +167,7 @@ func readBatched(rd io.Reader, sizeHint, workers, maxLines int) (ops []Op, lines
 			defer wg.Done()
 			var d decoder
 			for b := range work {
-				b.decode(&d)
+				b.decode(&d, allOps, allLines)
 				b.done <- struct{}{}
 			}
 		}()
@@ -139,9 +178,10 @@ func readBatched(rd io.Reader, sizeHint, workers, maxLines int) (ops []Op, lines
 			_ = b
 		}
 		wg.Wait()
+		if err != nil && len(ops) <= len(allOps) {
+			clear(allOps[len(ops):]) // what batches after the error decoded
+		}
 	}()
-	ops = make([]Op, 0, sizeHint)
-	lines = make([]int, 0, sizeHint)
 	lastIdx := int64(-1)
 	for b := range order {
 		<-b.done
@@ -151,10 +191,17 @@ func readBatched(rd io.Reader, sizeHint, workers, maxLines int) (ops []Op, lines
 				return ops, lines, warnings, &ParseError{Line: b.lines[i], Msg: fmt.Sprintf("index %d does not increase (previous %d)", op.Index, lastIdx)}
 			}
 			lastIdx = op.Index
-			ops = append(ops, *op)
-			lines = append(lines, b.lines[i])
+			if b.direct {
+				ops, lines = ops[:len(ops)+1], lines[:len(lines)+1] // in place already
+			} else {
+				ops = append(ops, *op)
+				lines = append(lines, b.lines[i])
+			}
 		}
-		clear(b.ops) // drop references, the batch is reused
+		if !b.direct {
+			clear(b.ops) // drop references, the batch is reused
+		}
+		b.ops, b.lines = nil, nil
 		switch {
 		case b.bad != nil && b.badOpen:
 			// A write cut short by a crash: tolerate it, the line was never whole.
