@@ -72,13 +72,21 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 	// read the index, and their findings join the collector afterwards, in
 	// key order, where they always did.
 	linear := ix.startLinear(&opts)
+	// So do the figures, which read the index and report nothing to col.
+	var avail Availability
+	var groups []GroupFigures
+	figures := make(chan struct{})
+	go func() {
+		defer close(figures)
+		avail, groups = availability(ix), groupFigures(ix)
+	}()
 	checkWrites(ix, col)
 	checkOrder(ix, col)
 	checkGroups(ix, col)
 	checkCommitRegression(ix, col)
 	checkMinISR(ix, col, cfg, opts.Metadata)
 	txnWarnings := append(checkTxns(ix, col), checkEOS(ix, col)...)
-	avail, groups := availability(ix), groupFigures(ix)
+	<-figures
 	lin, warnings := linear(col)
 	warnings = append(warnings, txnWarnings...)
 

@@ -50,6 +50,7 @@ type obs struct {
 // keyIndex gathers one key's sends, reads and per-offset table.
 type keyIndex struct {
 	name      string
+	id        int // 0, 1, ... in the order keys were met
 	slots     []slot
 	conflicts map[int64][]obs // offset -> values other than slots[offset].value
 	sends     []sendRec
@@ -202,6 +203,7 @@ func (ix *index) key(name string) *keyIndex {
 	k, ok := ix.keys[name]
 	if !ok {
 		k = newKeyIndex(name)
+		k.id = len(ix.keys)
 		ix.keys[name] = k
 		ix.order = append(ix.order, name)
 	}
