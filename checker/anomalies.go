@@ -23,6 +23,23 @@ func newCollector(max int) *collector {
 	return &collector{max: max, examples: make(map[string][]Example), counts: make(map[string]int), evidence: make(map[string]int64)}
 }
 
+// merge adds what o collected. Only for anomalies c has none of yet:
+// examples are kept in the order they were found, and o's would then
+// follow c's whatever order the checks ran in.
+func (c *collector) merge(o *collector) {
+	for name, n := range o.counts {
+		c.counts[name] += n
+	}
+	for name, at := range o.evidence {
+		if cur, ok := c.evidence[name]; !ok || at < cur {
+			c.evidence[name] = at
+		}
+	}
+	for name, exs := range o.examples {
+		c.examples[name] = append(c.examples[name], exs...)
+	}
+}
+
 // add counts one anomaly whose proof is complete at the latest operation
 // its example cites (the second of two reads that disagree, the poll that
 // went backwards, ...).

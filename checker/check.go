@@ -80,12 +80,21 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 		defer close(figures)
 		avail, groups = availability(ix), groupFigures(ix)
 	}()
+	// And checkOrder, whose anomalies (nonmonotonic-send, nonmonotonic-poll,
+	// poll-skip) no other check reports: its own collector joins col whole.
+	orderCol := newCollector(opts.MaxExamples)
+	order := make(chan struct{})
+	go func() {
+		defer close(order)
+		checkOrder(ix, orderCol)
+	}()
 	checkWrites(ix, col)
-	checkOrder(ix, col)
 	checkGroups(ix, col)
 	checkCommitRegression(ix, col)
 	checkMinISR(ix, col, cfg, opts.Metadata)
 	txnWarnings := append(checkTxns(ix, col), checkEOS(ix, col)...)
+	<-order
+	col.merge(orderCol)
 	<-figures
 	lin, warnings := linear(col)
 	warnings = append(warnings, txnWarnings...)
