@@ -6,6 +6,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"gregor/checker/checkertest"
 	"gregor/history"
 )
 
@@ -17,7 +18,7 @@ func TestChainAgreesWithPorcupine(t *testing.T) {
 	legal, illegal, fills := 0, 0, 0
 	for seed := uint64(1); seed <= 200; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 12))
-		ops := genHistory(GenOptions{Seed: seed, Ops: 80 + rng.IntN(200), Keys: 1 + rng.IntN(2), Producers: 1 + rng.IntN(4),
+		ops := genHistory(checkertest.GenOptions{Seed: seed, Ops: 80 + rng.IntN(200), Keys: 1 + rng.IntN(2), Producers: 1 + rng.IntN(4),
 			Consumers: 1 + rng.IntN(2), InfoRate: rng.Float64() * 0.2, FailRate: 0.1})
 		perturb(ops, rng)
 		calls, err := pair(ops)
@@ -64,4 +65,4 @@ func TestChainAgreesWithPorcupine(t *testing.T) {
 }
 
 // genHistory generates a correct history (the test-only generator).
-func genHistory(o GenOptions) []history.Op { return Generate(o) }
+func genHistory(o checkertest.GenOptions) []history.Op { return checkertest.Generate(o) }

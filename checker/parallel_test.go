@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gregor/checker/checkertest"
 	"gregor/history"
 )
 
@@ -16,13 +17,13 @@ func TestParallelCheckIsDeterministic(t *testing.T) {
 	anomalous, nonlin := 0, 0
 	for seed := uint64(1); seed <= 12; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 13))
-		ops := genHistory(GenOptions{Seed: seed, Ops: 3000 + rng.IntN(3000), Keys: 1 + rng.IntN(12), Producers: 1 + rng.IntN(6),
+		ops := genHistory(checkertest.GenOptions{Seed: seed, Ops: 3000 + rng.IntN(3000), Keys: 1 + rng.IntN(12), Producers: 1 + rng.IntN(6),
 			Consumers: 1 + rng.IntN(3), InfoRate: 0.05, FailRate: 0.05, NemesisEvery: 500})
 		perturb(ops, rng)
-		acked := AckedSends(ops)
+		acked := checkertest.AckedSends(ops)
 		for i := 0; i < 3 && len(acked) > 0; i++ {
 			a := acked[rng.IntN(len(acked))]
-			ops = RemoveFromReads(ops, a[0].(string), a[1].(int64))
+			ops = checkertest.RemoveFromReads(ops, a[0].(string), a[1].(int64))
 		}
 		var buf bytes.Buffer
 		for i := range ops {
