@@ -43,6 +43,7 @@ type NemesisValue struct {
 	// Commands are the fault commands the cluster ran for this operation
 	// (runtime external).
 	Commands []NemesisCommand `json:"commands,omitempty"`
+	FaultPointValue
 }
 
 // NemesisAction is what a nemesis operation acted on: the nodes it hit, a

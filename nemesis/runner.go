@@ -113,6 +113,9 @@ func stepValue(i int, st Step, t Target, a Action) history.NemesisValue {
 	if IsClientKind(st.Kind) {
 		v.Target = ""
 	}
+	if st.Kind == FaultPoints {
+		v.FaultPointValue = st.Point.value()
+	}
 	return v
 }
 
@@ -137,6 +140,10 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	}
 	if st.Kind == RestartStorm {
 		r.storm(ctx, st, v)
+		return
+	}
+	if st.Kind == FaultPoints {
+		r.faultPoints(ctx, i, st, v)
 		return
 	}
 	if st.Kind == ClientCrash {
