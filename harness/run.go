@@ -148,6 +148,9 @@ func (t *Test) admit(ctx context.Context) error {
 	if err := t.Validate(); err != nil {
 		return badInput(err)
 	}
+	if err := t.admitFaultPoints(); err != nil {
+		return badInput(err)
+	}
 	if isAttached {
 		if err := attached.CheckFaults(t.Nemeses); err != nil {
 			return badInput(err)
