@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -49,3 +51,24 @@ func actionNames(names []string) []faultpoint.Action {
 	}
 	return out
 }
+
+// ArmFaultPoints passes fault points on to the wrapped cluster
+// (runtime.FaultPointer), so a standing delay does not hide them.
+func (s standingDelay) ArmFaultPoints(ctx context.Context, id int32, arms []faultpoint.Arm) error {
+	fp, ok := s.Cluster.(runtime.FaultPointer)
+	if !ok {
+		return errNoPoints
+	}
+	return fp.ArmFaultPoints(ctx, id, arms)
+}
+
+// FaultPointFirings passes the wrapped cluster's firings on.
+func (s standingDelay) FaultPointFirings(ctx context.Context, id int32) ([]faultpoint.Firing, error) {
+	fp, ok := s.Cluster.(runtime.FaultPointer)
+	if !ok {
+		return nil, errNoPoints
+	}
+	return fp.FaultPointFirings(ctx, id)
+}
+
+var errNoPoints = errors.New("the cluster has no fault points: only gregor's own brokers on a runtime with their control channel do (--runtime process)")
