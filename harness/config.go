@@ -71,6 +71,9 @@ type Config struct {
 	// from (--fault-points, --fault-point-actions; nil: every point, and
 	// crash, pause, cut).
 	FaultPoints, PointActions []string
+	// PointTarget is whom a fault-points step arms (--fault-point-target;
+	// "": the run's --nemesis-target).
+	PointTarget string
 	// SlowDelay and SlowLoss are the slow nemesis's delay and loss percent.
 	SlowDelay time.Duration
 	SlowLoss  float64

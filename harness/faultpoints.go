@@ -21,8 +21,13 @@ func (c *Config) validatePoints() error {
 			return fmt.Errorf("--fault-point-actions: unknown action %q: choose from %v", a, faultpoint.Actions)
 		}
 	}
-	if (len(c.FaultPoints) > 0 || len(c.PointActions) > 0) && !slices.Contains(c.Nemeses, string(nemesis.FaultPoints)) {
-		return fmt.Errorf("--fault-points and --fault-point-actions shape the fault-points nemesis: add --nemesis %s", nemesis.FaultPoints)
+	if c.PointTarget != "" {
+		if _, err := nemesis.ParseTarget(c.PointTarget); err != nil {
+			return fmt.Errorf("--fault-point-target: %w", err)
+		}
+	}
+	if (c.PointTarget != "" || len(c.FaultPoints) > 0 || len(c.PointActions) > 0) && !slices.Contains(c.Nemeses, string(nemesis.FaultPoints)) {
+		return fmt.Errorf("--fault-points, --fault-point-actions and --fault-point-target shape the fault-points nemesis: add --nemesis %s", nemesis.FaultPoints)
 	}
 	return nil
 }

@@ -359,6 +359,7 @@ func (r *run) buildWorkload() error {
 	r.runner = &nemesis.Runner{Cluster: r.c, Topo: topo, History: r.dir.hist, Epoch: r.epoch, Target: nemesis.Target(r.t.Target),
 		Crash: wl.Crash, PauseProducer: hooks.PauseProducer, Links: r.links, SessionTimeout: r.t.Cluster.SessionTimeout,
 		SlowDelay: r.t.SlowDelay, SlowLoss: r.t.SlowLoss}
+	r.runner.PointTarget = nemesis.Target(r.t.PointTarget)
 	if hooks.Clients != nil {
 		r.runner.Clients = func(ctx context.Context, k nemesis.Kind) ([]int, error) { return hooks.Clients(ctx, string(k)) }
 	}

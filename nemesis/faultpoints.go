@@ -78,6 +78,14 @@ const firingPoll = 100 * time.Millisecond
 // write each firing as it is read, restart a node a crash took down after
 // the firing's duration, disarm at the end of the hold.
 func (r *Runner) faultPoints(ctx context.Context, i int, st Step, v history.NemesisValue) {
+	if r.PointTarget != "" {
+		a, err := Resolve(ctx, st, r.PointTarget, r.Topo)
+		if err != nil {
+			r.write(string(st.Kind), v, err)
+			return
+		}
+		v.NemesisAction, v.Target = a, string(r.PointTarget)
+	}
 	fp, ok := r.Cluster.(runtime.FaultPointer)
 	if !ok {
 		r.write(string(st.Kind), v, errors.New("the cluster has no fault points: only gregor's own brokers on a runtime with their control channel do (--runtime process)"))
