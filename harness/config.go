@@ -74,6 +74,9 @@ type Config struct {
 	// PointTarget is whom a fault-points step arms (--fault-point-target;
 	// "": the run's --nemesis-target).
 	PointTarget string
+	// PointAfter delays a fault point's action after its hit
+	// (--fault-point-after).
+	PointAfter time.Duration
 	// SlowDelay and SlowLoss are the slow nemesis's delay and loss percent.
 	SlowDelay time.Duration
 	SlowLoss  float64
@@ -368,7 +371,7 @@ func (c *Config) planOptions() nemesis.PlanOptions {
 	}
 	return nemesis.PlanOptions{Kinds: c.kinds(), Interval: c.Interval, Hold: c.Hold, Limit: c.TimeLimit, Shapes: shapes,
 		MinDelayHold: c.DeliveryTimeout + delayBeyondDelivery, Compose: c.Compose,
-		Points: pointNames(c.FaultPoints), PointActions: actionNames(c.PointActions)}
+		Points: pointNames(c.FaultPoints), PointActions: actionNames(c.PointActions), PointAfter: c.PointAfter}
 }
 
 // delayBeyondDelivery is how much longer than the delivery timeout a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"gregor/cluster/faultpoint"
 	"gregor/nemesis"
@@ -26,7 +27,10 @@ func (c *Config) validatePoints() error {
 			return fmt.Errorf("--fault-point-target: %w", err)
 		}
 	}
-	if (c.PointTarget != "" || len(c.FaultPoints) > 0 || len(c.PointActions) > 0) && !slices.Contains(c.Nemeses, string(nemesis.FaultPoints)) {
+	if c.PointAfter < 0 || c.PointAfter > time.Minute {
+		return fmt.Errorf("--fault-point-after %v: give 0 to 1m", c.PointAfter)
+	}
+	if (c.PointAfter != 0 || c.PointTarget != "" || len(c.FaultPoints) > 0 || len(c.PointActions) > 0) && !slices.Contains(c.Nemeses, string(nemesis.FaultPoints)) {
 		return fmt.Errorf("--fault-points, --fault-point-actions and --fault-point-target shape the fault-points nemesis: add --nemesis %s", nemesis.FaultPoints)
 	}
 	return nil

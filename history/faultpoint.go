@@ -27,6 +27,8 @@ type FaultPointValue struct {
 	Probability float64 `json:"probability,omitempty"`
 	Max         int     `json:"max,omitempty"`
 	For         string  `json:"for,omitempty"`
+	// After is how long after the hit the action ran ("": at once).
+	After string `json:"after,omitempty"`
 	// Key is the topic partition ("topic/p") a firing was about; Group the
 	// consumer group; Txn the transactional id; Broker the broker a
 	// controller step was about (a registration).

@@ -30,6 +30,8 @@ type PointArm struct {
 	Probability float64
 	Max         int
 	For         time.Duration
+	// After delays the action after the hit (faultpoint.Arm.AfterMs).
+	After time.Duration
 }
 
 // DefaultPointActions are the actions a fault-points step draws from when
@@ -52,6 +54,7 @@ func drawPoint(rng *rand.Rand, o PlanOptions) PointArm {
 		Probability: []float64{1, 0.5, 0.25}[rng.IntN(3)],
 		Max:         1 + rng.IntN(3),
 		For:         500*time.Millisecond + time.Duration(rng.Int64N(int64(2500*time.Millisecond))),
+		After:       o.PointAfter,
 	}
 }
 
@@ -62,13 +65,20 @@ func (p PointArm) Check() error {
 
 func (p PointArm) arm(id string, seed uint64) faultpoint.Arm {
 	return faultpoint.Arm{ID: id, Point: p.Point, Action: p.Action, Probability: p.Probability, Max: p.Max,
-		ForMs: p.For.Milliseconds(), Seed: seed}
+		ForMs: p.For.Milliseconds(), Seed: seed, AfterMs: p.After.Milliseconds()}
 }
 
 // value is the step's fields in its operations.
 func (p PointArm) value() history.FaultPointValue {
 	return history.FaultPointValue{Point: string(p.Point), Action: string(p.Action), Probability: p.Probability,
-		Max: p.Max, For: p.For.String()}
+		Max: p.Max, For: p.For.String(), After: durationOrEmpty(p.After)}
+}
+
+func durationOrEmpty(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // firingPoll is how often a fault-points step reads its nodes' firings.

@@ -100,6 +100,8 @@ type PlanOptions struct {
 	// (nil: every point; DefaultPointActions).
 	Points       []faultpoint.Point
 	PointActions []faultpoint.Action
+	// PointAfter delays every fault-points step's action after its hit.
+	PointAfter time.Duration
 }
 
 // Plan draws a schedule from seed. The same seed and options give the same

@@ -82,6 +82,7 @@ type PointRecord struct {
 	Probability float64          `json:"probability"`
 	Max         int              `json:"max"`
 	For         history.Duration `json:"for"`
+	After       history.Duration `json:"after,omitempty"`
 }
 
 // RecordSchedule turns s into schedule.json's records. target is the run's
@@ -103,7 +104,7 @@ func RecordSchedule(s Schedule, seed int64, target Target, brokers, voters []int
 		}
 		if st.Kind == FaultPoints {
 			p := st.Point
-			r.FaultPoint = &PointRecord{Point: string(p.Point), Action: string(p.Action), Probability: p.Probability, Max: p.Max, For: history.Duration(p.For)}
+			r.FaultPoint = &PointRecord{Point: string(p.Point), Action: string(p.Action), Probability: p.Probability, Max: p.Max, For: history.Duration(p.For), After: history.Duration(p.After)}
 		}
 		f.Steps = append(f.Steps, r)
 	}
@@ -141,7 +142,7 @@ func (f *ScheduleFile) Schedule() (Schedule, error) {
 			if p == nil {
 				return nil, fmt.Errorf("schedule step %d: a fault-points step without its fault_point", i)
 			}
-			st.Point = PointArm{Point: faultpoint.Point(p.Point), Action: faultpoint.Action(p.Action), Probability: p.Probability, Max: p.Max, For: time.Duration(p.For)}
+			st.Point = PointArm{Point: faultpoint.Point(p.Point), Action: faultpoint.Action(p.Action), Probability: p.Probability, Max: p.Max, For: time.Duration(p.For), After: time.Duration(p.After)}
 			if err := st.Point.Check(); err != nil {
 				return nil, fmt.Errorf("schedule step %d: %w", i, err)
 			}

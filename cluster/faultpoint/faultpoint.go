@@ -36,6 +36,13 @@ const (
 	// writes now wait on fewer replicas. Window: the HW may jump to the
 	// smaller ISR's minimum before the dropped follower learns it is out.
 	ISRShrinkApplied Point = "isr-shrink-applied"
+	// ISRExpandRequested: the leader asked the controller to add a follower
+	// to the ISR (replica requestISR); the request is in flight. Window: the
+	// controller may commit the expansion while the follower has not yet
+	// fetched everything the HW acknowledged — Kafka re-admits only a
+	// follower at the HW, and a leader dying in this round trip (an action
+	// with AfterMs: the request leaves first) is what that rule guards.
+	ISRExpandRequested Point = "isr-expand-requested"
 	// HWAdvanced: the leader moved its high watermark (records below it are
 	// acknowledged and visible). Window: between the leader's HW and the
 	// followers learning it on their next fetch — a leader change here
@@ -87,7 +94,7 @@ const (
 )
 
 // Points lists every point, in the order the help shows them.
-var Points = []Point{ISRExpandApplied, ISRShrinkApplied, HWAdvanced, LeaderElected, LeaderEpochBumped,
+var Points = []Point{ISRExpandApplied, ISRShrinkApplied, ISRExpandRequested, HWAdvanced, LeaderElected, LeaderEpochBumped,
 	FollowerTruncated, BrokerRegistered, CoordinatorLoadStart, CoordinatorLoadDone, OffsetCommitApplied,
 	GenerationBumped, PrepareCommitDurable, MarkersWritten}
 
@@ -133,6 +140,11 @@ type Arm struct {
 	ForMs int64 `json:"for_ms,omitempty"`
 	// Seed seeds the probability draws.
 	Seed uint64 `json:"seed,omitempty"`
+	// AfterMs delays the action: 0 acts in the hitting goroutine at once;
+	// otherwise the hitting goroutine goes on and the action runs AfterMs
+	// later on its own (a crash a fraction of a round trip after the step,
+	// once what the step sent has left).
+	AfterMs int64 `json:"after_ms,omitempty"`
 }
 
 // For is the action's duration.
@@ -146,7 +158,7 @@ func (a Arm) Check() error {
 	if !slices.Contains(Actions, a.Action) {
 		return fmt.Errorf("fault point %s: action %q unknown (crash, pause, cut, hold)", a.Point, a.Action)
 	}
-	if a.Probability < 0 || a.Probability > 1 || a.Max < 0 || a.ForMs < 0 {
+	if a.Probability < 0 || a.Probability > 1 || a.Max < 0 || a.ForMs < 0 || a.AfterMs < 0 {
 		return fmt.Errorf("fault point %s: probability %v, max %d, for %d ms: want 0..1 and >= 0", a.Point, a.Probability, a.Max, a.ForMs)
 	}
 	return nil
@@ -272,6 +284,17 @@ func (x *armed) act(f Firing) {
 	if x.h.Record != nil {
 		_ = x.h.Record(f) // a firing not recorded still fires: the fault is the point
 	}
+	if x.AfterMs > 0 {
+		go func() {
+			time.Sleep(time.Duration(x.AfterMs) * time.Millisecond)
+			x.do()
+		}()
+		return
+	}
+	x.do()
+}
+
+func (x *armed) do() {
 	switch x.Action {
 	case Crash:
 		if x.h.Crash != nil {

@@ -157,3 +157,21 @@ func BenchmarkHitUnarmed(b *testing.B) {
 		}
 	})
 }
+
+// An action with AfterMs runs later on its own goroutine; the hitter goes on.
+func TestAfterDelaysTheAction(t *testing.T) {
+	crashed := make(chan time.Time, 1)
+	Install(6, Handlers{Crash: func() { crashed <- time.Now() }, Record: func(Firing) error { return nil }})
+	defer Uninstall(6)
+	if err := Set(6, []Arm{{ID: "a", Point: ISRExpandRequested, Action: Crash, AfterMs: 60}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	Hit(ISRExpandRequested, Attrs{Node: 6})
+	if d := time.Since(start); d > 40*time.Millisecond {
+		t.Fatalf("the hitter was held %v", d)
+	}
+	if at := <-crashed; at.Sub(start) < 60*time.Millisecond {
+		t.Fatalf("crashed %v after the hit, want >= 60ms", at.Sub(start))
+	}
+}

@@ -55,6 +55,7 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.StringSliceVar(&cfg.Shapes, "partition-shapes", def.Shapes, "partition shapes to draw from (default all): isolate-one, isolate-leader, halves, majorities-ring, bridge")
 	fl.StringSliceVar(&cfg.FaultPoints, "fault-points", def.FaultPoints, "fault-points nemesis: the points to draw from (default all): "+pointList())
 	fl.StringVar(&cfg.PointTarget, "fault-point-target", def.PointTarget, "fault-points nemesis: whom a step arms (default: --nemesis-target); all lets a point fire on whichever broker reaches it")
+	fl.DurationVar(&cfg.PointAfter, "fault-point-after", def.PointAfter, "fault-points nemesis: run the action this long after the hit, the hitting step going on (e.g. a crash once the step's request has left)")
 	fl.StringSliceVar(&cfg.PointActions, "fault-point-actions", def.PointActions, "fault-points nemesis: the actions to draw from (default crash, pause, cut): crash | pause | cut | hold")
 	fl.DurationVar(&cfg.SlowDelay, "slow-delay", def.SlowDelay, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
 	fl.Float64Var(&cfg.SlowLoss, "slow-loss", def.SlowLoss, "slow nemesis: packet loss percent")
