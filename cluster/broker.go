@@ -155,6 +155,8 @@ func Start(cfg Config) (*Broker, error) {
 				b.log.Warn("reading network faults", "err", err)
 			})
 		}()
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.watchFaultPoints(watchCtx) }()
 	}
 	b.wg.Add(2)
 	go func() {

@@ -67,6 +67,16 @@ type Config struct {
 	Interval, Hold time.Duration
 	// Compose lets faults of different kinds overlap (nemesis.PlanOptions).
 	Compose bool
+	// FaultPoints and PointActions are what the fault-points nemesis draws
+	// from (--fault-points, --fault-point-actions; nil: every point, and
+	// crash, pause, cut).
+	FaultPoints, PointActions []string
+	// PointTarget is whom a fault-points step arms (--fault-point-target;
+	// "": the run's --nemesis-target).
+	PointTarget string
+	// PointAfter delays a fault point's action after its hit
+	// (--fault-point-after).
+	PointAfter time.Duration
 	// SlowDelay and SlowLoss are the slow nemesis's delay and loss percent.
 	SlowDelay time.Duration
 	SlowLoss  float64
@@ -238,6 +248,9 @@ func (c *Config) validateNemeses(wl kit.Descriptor) error {
 		return err
 	}
 	c.Shapes = shapeNames(shapes)
+	if err := c.validatePoints(); err != nil {
+		return err
+	}
 	for _, k := range kinds {
 		if k == nemesis.PowerLoss && !c.Cluster.LazyFS {
 			return errors.New("--nemesis power-loss without --lazyfs: a killed broker keeps its page cache, so nothing is lost; add --lazyfs")
@@ -357,7 +370,8 @@ func (c *Config) planOptions() nemesis.PlanOptions {
 		shapes = append(shapes, nemesis.Shape(s))
 	}
 	return nemesis.PlanOptions{Kinds: c.kinds(), Interval: c.Interval, Hold: c.Hold, Limit: c.TimeLimit, Shapes: shapes,
-		MinDelayHold: c.DeliveryTimeout + delayBeyondDelivery, Compose: c.Compose}
+		MinDelayHold: c.DeliveryTimeout + delayBeyondDelivery, Compose: c.Compose,
+		Points: pointNames(c.FaultPoints), PointActions: actionNames(c.PointActions), PointAfter: c.PointAfter}
 }
 
 // delayBeyondDelivery is how much longer than the delivery timeout a

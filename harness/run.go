@@ -148,6 +148,9 @@ func (t *Test) admit(ctx context.Context) error {
 	if err := t.Validate(); err != nil {
 		return badInput(err)
 	}
+	if err := t.admitFaultPoints(); err != nil {
+		return badInput(err)
+	}
 	if isAttached {
 		if err := attached.CheckFaults(t.Nemeses); err != nil {
 			return badInput(err)
@@ -356,6 +359,7 @@ func (r *run) buildWorkload() error {
 	r.runner = &nemesis.Runner{Cluster: r.c, Topo: topo, History: r.dir.hist, Epoch: r.epoch, Target: nemesis.Target(r.t.Target),
 		Crash: wl.Crash, PauseProducer: hooks.PauseProducer, Links: r.links, SessionTimeout: r.t.Cluster.SessionTimeout,
 		SlowDelay: r.t.SlowDelay, SlowLoss: r.t.SlowLoss}
+	r.runner.PointTarget = nemesis.Target(r.t.PointTarget)
 	if hooks.Clients != nil {
 		r.runner.Clients = func(ctx context.Context, k nemesis.Kind) ([]int, error) { return hooks.Clients(ctx, string(k)) }
 	}

@@ -145,6 +145,9 @@ var NemesisKinds = []struct {
 	{NemesisLoseResponses, LinkFault},
 	{NemesisDelayClient, LinkFault | DelaysRequests},
 	{NemesisRestartStorm, TakesLeaderAway | PowerCut},
+	// A crash at a point is a kill (a power cut on lazyfs), a pause or a
+	// held response a freeze, a cut a partition: node faults of their class.
+	{NemesisFaultPoints, TakesLeaderAway | PowerCut | DelaysRequests},
 }
 
 // NemesisClasses are kind's classes; an unknown kind has none.

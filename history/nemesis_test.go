@@ -38,12 +38,13 @@ func TestNemesisVocabulary(t *testing.T) {
 		NemesisLoseResponses:      LinkFault,
 		NemesisDelayClient:        LinkFault | DelaysRequests,
 		NemesisRestartStorm:       TakesLeaderAway | PowerCut,
+		NemesisFaultPoints:        TakesLeaderAway | PowerCut | DelaysRequests,
 	} {
 		if got := NemesisClasses(kind); got != want {
 			t.Errorf("%s: classes %b, want %b", kind, got, want)
 		}
 	}
-	if len(seen) != 18 || NemesisClasses("explode") != 0 {
+	if len(seen) != 19 || NemesisClasses("explode") != 0 {
 		t.Errorf("%d kinds; an unknown kind has classes %b", len(seen), NemesisClasses("explode"))
 	}
 	if EndVerb(NemesisKill) != VerbStart || EndVerb(NemesisKIP101) != "end-kip101" || !IsEndVerb(VerbHealAll) {

@@ -50,6 +50,7 @@ type NemesisValue struct {
 	// partial (the topology could not be asked in time).
 	Led      []LedPartition `json:"led,omitempty"`
 	LedError string         `json:"led_error,omitempty"`
+	FaultPointValue
 }
 
 // LedPartition is one topic partition a node hit by a fault led when the

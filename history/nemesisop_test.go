@@ -119,3 +119,26 @@ func TestParseNemesisRefusesClients(t *testing.T) {
 		t.Fatal("a client's operation parsed as a nemesis value")
 	}
 }
+
+// A fault point's fields ride in the nemesis value and an older history,
+// without them, decodes with them zero.
+func TestFaultPointValueRoundTrip(t *testing.T) {
+	at := int64(1234)
+	v := history.NemesisValue{NemesisAction: history.NemesisAction{Nodes: []int32{2}, Partition: -1},
+		FaultPointValue: history.FaultPointValue{Point: "isr-expand-applied", Action: "crash", Key: "t/0", FiredAt: &at}}
+	op := history.NemesisOp(5, history.VerbFaultPointFired, v, nil)
+	if !strings.Contains(string(op.Raw), `"point":"isr-expand-applied"`) || !strings.Contains(string(op.Raw), `"key":"t/0"`) {
+		t.Fatalf("value %s", op.Raw)
+	}
+	got, err := history.ParseNemesis(&op)
+	if err != nil || got.Point != "isr-expand-applied" || got.Key != "t/0" || got.FiredAt == nil || *got.FiredAt != at {
+		t.Fatalf("%+v, %v", got, err)
+	}
+	old := history.Op{Process: history.Nemesis, F: history.NemesisKill, Raw: []byte(`{"nodes":[1],"partition":0}`)}
+	if got, err := history.ParseNemesis(&old); err != nil || got.Point != "" || got.Fired != nil {
+		t.Fatalf("old value: %+v, %v", got, err)
+	}
+	if history.IsEndVerb(history.VerbFaultPointFired) || history.IsEndVerb(history.VerbFaultPointRestart) || history.EndVerb(history.NemesisFaultPoints) != "end-fault-points" {
+		t.Fatal("fault-point verbs misread")
+	}
+}

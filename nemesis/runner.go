@@ -53,6 +53,10 @@ type Runner struct {
 	// Links is the workload clients' network (runtime/clientlink), which
 	// the client-link faults act on. Needed for those steps.
 	Links *clientlink.Links
+	// PointTarget, if set, is whom a fault-points step arms instead of
+	// Target (a point fires where its protocol step happens: arming every
+	// broker lets it fire on whichever leads then).
+	PointTarget Target
 	// PhaseWait bounds a scenario phase that waits for the cluster (an ISR
 	// shrink, an election); default 12s.
 	PhaseWait time.Duration
@@ -113,6 +117,9 @@ func stepValue(i int, st Step, t Target, a Action) history.NemesisValue {
 	if IsClientKind(st.Kind) {
 		v.Target = ""
 	}
+	if st.Kind == FaultPoints {
+		v.FaultPointValue = st.Point.value()
+	}
 	return v
 }
 
@@ -137,6 +144,10 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	}
 	if st.Kind == RestartStorm {
 		r.storm(ctx, st, v)
+		return
+	}
+	if st.Kind == FaultPoints {
+		r.faultPoints(ctx, i, st, v)
 		return
 	}
 	if st.Kind == ClientCrash {

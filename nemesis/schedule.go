@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"gregor/cluster/faultpoint"
 )
 
 // Step is one planned fault. Everything random about it is drawn when the
@@ -20,6 +22,8 @@ type Step struct {
 	// Pick seeds the choice of nodes (and of the partition whose leader is
 	// targeted), so Resolve is a pure function of Pick and the topology.
 	Pick uint64
+	// Point is what a FaultPoints step arms (faultpoints.go).
+	Point PointArm
 }
 
 // Schedule is a test's faults in start order. Invariant (Check: Plan's
@@ -92,6 +96,12 @@ type PlanOptions struct {
 	// partition, a pause during a restart): each stream draws its own
 	// timeline of Interval gaps and Hold durations (composeTimelines).
 	Compose bool
+	// Points and PointActions are what a fault-points step draws from
+	// (nil: every point; DefaultPointActions).
+	Points       []faultpoint.Point
+	PointActions []faultpoint.Action
+	// PointAfter delays every fault-points step's action after its hit.
+	PointAfter time.Duration
 }
 
 // Plan draws a schedule from seed. The same seed and options give the same
@@ -124,6 +134,9 @@ func timeline(rng *rand.Rand, o PlanOptions, kinds []Kind, maxSteps int) Schedul
 		st := Step{At: t, Kind: kinds[rng.IntN(len(kinds))], Hold: jitter(o.Hold), Pick: rng.Uint64()}
 		if st.Kind == DelayClient {
 			st.Hold = max(st.Hold, o.MinDelayHold)
+		}
+		if st.Kind == FaultPoints {
+			st.Point = drawPoint(rng, o)
 		}
 		if st.Kind == Partition {
 			shapes := o.Shapes

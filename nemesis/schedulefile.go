@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"gregor/cluster/faultpoint"
 	"gregor/history"
 )
 
@@ -70,6 +71,18 @@ type StepRecord struct {
 	Partition *int32  `json:"partition,omitempty"`
 	// Groups are a resolved network partition's sides.
 	Groups [][]int32 `json:"groups,omitempty"`
+	// FaultPoint is a fault-points step's arming.
+	FaultPoint *PointRecord `json:"fault_point,omitempty"`
+}
+
+// PointRecord is a PointArm as schedule.json holds it.
+type PointRecord struct {
+	Point       string           `json:"point"`
+	Action      string           `json:"action"`
+	Probability float64          `json:"probability"`
+	Max         int              `json:"max"`
+	For         history.Duration `json:"for"`
+	After       history.Duration `json:"after,omitempty"`
 }
 
 // RecordSchedule turns s into schedule.json's records. target is the run's
@@ -88,6 +101,10 @@ func RecordSchedule(s Schedule, seed int64, target Target, brokers, voters []int
 		}
 		if params != nil {
 			r.Params = params(st.Kind)
+		}
+		if st.Kind == FaultPoints {
+			p := st.Point
+			r.FaultPoint = &PointRecord{Point: string(p.Point), Action: string(p.Action), Probability: p.Probability, Max: p.Max, For: history.Duration(p.For), After: history.Duration(p.After)}
 		}
 		f.Steps = append(f.Steps, r)
 	}
@@ -120,6 +137,16 @@ func (f *ScheduleFile) Schedule() (Schedule, error) {
 			return nil, fmt.Errorf("schedule step %d: pick %q: want a decimal uint64", i, r.Pick)
 		}
 		st.Pick = pick
+		if k == FaultPoints {
+			p := r.FaultPoint
+			if p == nil {
+				return nil, fmt.Errorf("schedule step %d: a fault-points step without its fault_point", i)
+			}
+			st.Point = PointArm{Point: faultpoint.Point(p.Point), Action: faultpoint.Action(p.Action), Probability: p.Probability, Max: p.Max, For: time.Duration(p.For), After: time.Duration(p.After)}
+			if err := st.Point.Check(); err != nil {
+				return nil, fmt.Errorf("schedule step %d: %w", i, err)
+			}
+		}
 		s = append(s, st)
 	}
 	return s, s.Check()
@@ -236,6 +263,9 @@ func (s Schedule) Steps() []string {
 		k := string(st.Kind)
 		if st.Shape != "" {
 			k += " " + string(st.Shape)
+		}
+		if st.Kind == FaultPoints {
+			k += " " + string(st.Point.Point) + " " + string(st.Point.Action)
 		}
 		out = append(out, fmt.Sprintf("at %6.2f s  %-28s for %.2f s", st.At.Seconds(), k, st.Hold.Seconds()))
 	}

@@ -80,7 +80,7 @@ type shrinker struct {
 func key(s Schedule) string {
 	var b strings.Builder
 	for _, st := range s {
-		fmt.Fprintf(&b, "%d/%s/%s/%d/%d;", st.At, st.Kind, st.Shape, st.Hold, st.Pick)
+		fmt.Fprintf(&b, "%d/%s/%s/%d/%d/%v;", st.At, st.Kind, st.Shape, st.Hold, st.Pick, st.Point)
 	}
 	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gregor/cluster/faultpoint"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -97,6 +98,7 @@ func (c *Controller) handleRegistration(r *kmsg.BrokerRegistrationRequest) *kmsg
 		return resp
 	}
 	c.touch(r.BrokerID)
+	faultpoint.Hit(faultpoint.BrokerRegistered, faultpoint.Attrs{Node: c.cfg.NodeID, Broker: r.BrokerID})
 	resp.ErrorCode = res.Code
 	resp.BrokerEpoch = res.Broker.Epoch
 	return resp

@@ -33,6 +33,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"gregor/cluster/faultpoint"
 	"gregor/cluster/invariant"
 )
 
@@ -97,6 +98,8 @@ type NewShard[S Shard] func(ctx context.Context, partition, epoch int32, log Log
 type Config struct {
 	// Name says which coordinator this is in logs ("group coordinator").
 	Name string
+	// Topic is the internal topic's name, for the fault points' attributes.
+	Topic string
 	// PollEvery is how often Start's loop looks for leadership changes.
 	PollEvery time.Duration
 	Logger    *slog.Logger
@@ -238,7 +241,11 @@ func (r *Runtime[S]) Poll() {
 			ctx, cancel := context.WithCancel(context.Background())
 			s := r.newShard(ctx, i, epoch, l)
 			r.shards[i] = &held[S]{shard: s, epoch: epoch, cancel: cancel}
-			if !r.goCounted(s.Load) {
+			faultpoint.Hit(faultpoint.CoordinatorLoadStart, faultpoint.Attrs{Topic: r.cfg.Topic, Partition: i})
+			if !r.goCounted(func() {
+				s.Load()
+				faultpoint.Hit(faultpoint.CoordinatorLoadDone, faultpoint.Attrs{Topic: r.cfg.Topic, Partition: i})
+			}) {
 				// bgClosed before closed: a shard held, never loaded, that
 				// Close will not wait for.
 				invariant.Must(r.cfg.Name+" runtime", fmt.Errorf("partition %d: load refused while open", i))

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/coordinator"
+	"gregor/cluster/faultpoint"
 )
 
 // maxMetadataBytes is offset.metadata.max.bytes.
@@ -87,6 +88,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				g.offsets[k] = v
 			}
 		}
+		faultpoint.Hit(faultpoint.OffsetCommitApplied, faultpoint.Attrs{Topic: keys[0].Topic, Partition: keys[0].Partition, Group: g.id})
 		return resp
 	}
 }

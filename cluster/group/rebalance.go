@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/coordinator"
+	"gregor/cluster/faultpoint"
 )
 
 // This file is the rebalance state machine. Every function here runs with
@@ -168,6 +169,7 @@ func (s *shard) completeJoin(g *Group) {
 		}
 	}
 	g.generation++
+	faultpoint.Hit(faultpoint.GenerationBumped, faultpoint.Attrs{Group: g.id})
 	if len(g.members) == 0 {
 		g.state = Empty
 		g.protocol, g.leader = "", ""

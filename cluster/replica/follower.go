@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 
+	"gregor/cluster/faultpoint"
 	"gregor/cluster/storage"
 )
 
@@ -111,6 +112,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 	}
 	p.checkInvariants()
 	p.wake()
+	p.hit(faultpoint.FollowerTruncated)
 	return nil
 }
 
@@ -129,6 +131,7 @@ func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
 	}
 	p.checkInvariants()
 	p.wake()
+	p.hit(faultpoint.FollowerTruncated)
 	return nil
 }
 

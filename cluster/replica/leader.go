@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"gregor/cluster/faultpoint"
 	"gregor/cluster/meta"
 )
 
@@ -164,6 +165,9 @@ func (p *Partition) requestISR(newISR []int32) func() {
 			defer cancel()
 			alter(ctx, st, newISR)
 		}()
+		if len(newISR) > len(st.ISR) {
+			faultpoint.Hit(faultpoint.ISRExpandRequested, faultpoint.Attrs{Node: p.cfg.NodeID, Topic: p.Topic, Partition: p.Index})
+		}
 	}
 }
 

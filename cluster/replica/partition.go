@@ -18,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"gregor/cluster/faultpoint"
 	"gregor/cluster/invariant"
 	"gregor/cluster/meta"
 	"gregor/cluster/producer"
@@ -233,6 +234,12 @@ func (p *Partition) Update(st meta.Partition, minISR int) {
 			s.ISRExpands.Add(1)
 		}
 	}
+	if st.Leader == me && old.Leader == me && st.LeaderEpoch == old.LeaderEpoch && len(st.ISR) > len(old.ISR) {
+		p.hit(faultpoint.ISRExpandApplied)
+	}
+	if st.Leader == me && old.Leader == me && st.LeaderEpoch == old.LeaderEpoch && len(st.ISR) < len(old.ISR) {
+		p.hit(faultpoint.ISRShrinkApplied)
+	}
 	switch {
 	case st.Leader == me && (old.Leader != me || st.LeaderEpoch != old.LeaderEpoch):
 		p.becomeLeader()
@@ -277,7 +284,14 @@ func (p *Partition) becomeLeader() {
 	if err := p.log.AssignEpoch(p.state.LeaderEpoch, p.log.LEO()); err != nil {
 		p.logger().Error("assign leader epoch", "epoch", p.state.LeaderEpoch, "err", err)
 	}
+	p.hit(faultpoint.LeaderEpochBumped)
 	p.logger().Info("became leader", "epoch", p.state.LeaderEpoch, "isr", p.state.ISR, "leo", p.log.LEO(), "hw", p.hw)
+	p.hit(faultpoint.LeaderElected)
+}
+
+// hit is the fault point pt reached on this replica (cluster/faultpoint).
+func (p *Partition) hit(pt faultpoint.Point) {
+	faultpoint.Hit(pt, faultpoint.Attrs{Node: p.cfg.NodeID, Topic: p.Topic, Partition: p.Index})
 }
 
 // MinISR is the topic's min.insync.replicas as last published.
@@ -345,6 +359,7 @@ func (p *Partition) maybeAdvanceHW() {
 		p.hw = newHW
 		p.checkInvariants()
 		p.wake()
+		p.hit(faultpoint.HWAdvanced)
 	}
 }
 

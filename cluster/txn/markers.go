@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"gregor/cluster/faultpoint"
 	"gregor/internal/sleep"
 )
 
@@ -17,6 +18,9 @@ func (s *shard) startCompletionLocked(m *Meta) {
 	commit := m.State == PrepareCommit
 	markers := Markers{ProducerID: m.ProducerID, Epoch: m.Epoch, Commit: commit, CoordinatorEpoch: s.epoch, Version: m.Version}
 	t := m.prepareComplete(s.nowMs())
+	if commit {
+		faultpoint.Hit(faultpoint.PrepareCommitDurable, faultpoint.Attrs{Txn: m.ID})
+	}
 	s.c.background(func() { s.complete(m, markers, t) })
 }
 
@@ -66,6 +70,7 @@ func (s *shard) complete(m *Meta, mk Markers, t Transit) {
 		}
 	}
 	log.Info("transaction markers written", "coordinator_epoch", mk.CoordinatorEpoch)
+	faultpoint.Hit(faultpoint.MarkersWritten, faultpoint.Attrs{Txn: m.ID})
 	for {
 		e := s.write(s.ctx, m, t, true)
 		switch {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"gregor/checker"
+	"gregor/cluster/faultpoint"
 	"gregor/harness"
 	"gregor/history"
 	"gregor/nemesis"
@@ -52,6 +53,10 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.BoolVar(&cfg.Compose, "compose", def.Compose, "let faults of different kinds overlap (each kind its own timeline; partition and slow share one)")
 	fl.StringVar(&cfg.Target, "nemesis-target", def.Target, "random | leader | controller | minority | majority | all | coordinator (the consumer group's)")
 	fl.StringSliceVar(&cfg.Shapes, "partition-shapes", def.Shapes, "partition shapes to draw from (default all): isolate-one, isolate-leader, halves, majorities-ring, bridge")
+	fl.StringSliceVar(&cfg.FaultPoints, "fault-points", def.FaultPoints, "fault-points nemesis: the points to draw from (default all): "+pointList())
+	fl.StringVar(&cfg.PointTarget, "fault-point-target", def.PointTarget, "fault-points nemesis: whom a step arms (default: --nemesis-target); all lets a point fire on whichever broker reaches it")
+	fl.DurationVar(&cfg.PointAfter, "fault-point-after", def.PointAfter, "fault-points nemesis: run the action this long after the hit, the hitting step going on (e.g. a crash once the step's request has left)")
+	fl.StringSliceVar(&cfg.PointActions, "fault-point-actions", def.PointActions, "fault-points nemesis: the actions to draw from (default crash, pause, cut): crash | pause | cut | hold")
 	fl.DurationVar(&cfg.SlowDelay, "slow-delay", def.SlowDelay, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
 	fl.Float64Var(&cfg.SlowLoss, "slow-loss", def.SlowLoss, "slow nemesis: packet loss percent")
 	fl.DurationVar(&cfg.LinkDelay, "link-delay", def.LinkDelay, "a standing delay on every node's links for the whole test (brokers further apart): widens the window of records a leader has acknowledged and its followers not yet fetched; at most 500ms; the harness's default on the process runtime: "+harness.ProcessLinkDelay.String()+" (0 elsewhere)")
@@ -263,4 +268,13 @@ func verdict(cmd *cobra.Command, rep *harness.Report) error {
 		return &exitError{checkForbidden, errors.New("run: INVALID: forbidden anomalies found")}
 	}
 	return &exitError{checkUnknown, fmt.Errorf("run: valid is UNKNOWN (not a pass): %s", strings.Join(res.UnknownReasons, "; "))}
+}
+
+// pointList names the brokers' fault points, for --help.
+func pointList() string {
+	s := make([]string, len(faultpoint.Points))
+	for i, p := range faultpoint.Points {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ", ")
 }

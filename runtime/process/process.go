@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"gregor/cluster/faultnet"
+	"gregor/cluster/faultpoint"
 	"gregor/runtime"
 )
 
@@ -541,3 +542,28 @@ func reapDir(ctx context.Context, dir string) error {
 }
 
 func init() { runtime.ServeReaper(reaperKind, reapDir) }
+
+// FaultPoints says the process runtime arms fault points
+// (runtime.CheckFaultPoints).
+func (Runtime) FaultPoints() bool { return true }
+
+// ArmFaultPoints implements runtime.FaultPointer: node id's control file,
+// <data>/faultpoints.json, replaced whole; the broker polls it.
+func (c *Cluster) ArmFaultPoints(ctx context.Context, id int32, arms []faultpoint.Arm) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	dir := c.DataDir(id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return faultpoint.WriteControl(filepath.Join(dir, faultpoint.FileName), faultpoint.Control{Arms: arms})
+}
+
+// FaultPointFirings implements runtime.FaultPointer: node id's firings file.
+func (c *Cluster) FaultPointFirings(ctx context.Context, id int32) ([]faultpoint.Firing, error) {
+	if _, err := c.node(id); err != nil {
+		return nil, err
+	}
+	return faultpoint.ReadFirings(filepath.Join(c.DataDir(id), faultpoint.FiringsName))
+}

@@ -1,0 +1,83 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"gregor/cluster/faultpoint"
+	"gregor/nemesis"
+	"gregor/runtime"
+)
+
+// validatePoints checks --fault-points and --fault-point-actions.
+func (c *Config) validatePoints() error {
+	if _, err := nemesis.ParsePoints(c.FaultPoints); err != nil {
+		return fmt.Errorf("--fault-points: %w", err)
+	}
+	for _, a := range c.PointActions {
+		if !slices.Contains(faultpoint.Actions, faultpoint.Action(a)) {
+			return fmt.Errorf("--fault-point-actions: unknown action %q: choose from %v", a, faultpoint.Actions)
+		}
+	}
+	if c.PointTarget != "" {
+		if _, err := nemesis.ParseTarget(c.PointTarget); err != nil {
+			return fmt.Errorf("--fault-point-target: %w", err)
+		}
+	}
+	if c.PointAfter < 0 || c.PointAfter > time.Minute {
+		return fmt.Errorf("--fault-point-after %v: give 0 to 1m", c.PointAfter)
+	}
+	if (c.PointAfter != 0 || c.PointTarget != "" || len(c.FaultPoints) > 0 || len(c.PointActions) > 0) && !slices.Contains(c.Nemeses, string(nemesis.FaultPoints)) {
+		return fmt.Errorf("--fault-points, --fault-point-actions and --fault-point-target shape the fault-points nemesis: add --nemesis %s", nemesis.FaultPoints)
+	}
+	return nil
+}
+
+// admitFaultPoints refuses the fault-points nemesis on a runtime whose
+// brokers have no points or no control channel for them.
+func (t *Test) admitFaultPoints() error {
+	if !slices.Contains(t.Nemeses, string(nemesis.FaultPoints)) || t.Runtime == nil {
+		return nil
+	}
+	return runtime.CheckFaultPoints(t.Runtime)
+}
+
+func pointNames(names []string) []faultpoint.Point {
+	out := make([]faultpoint.Point, 0, len(names))
+	for _, n := range names {
+		out = append(out, faultpoint.Point(n))
+	}
+	return out
+}
+
+func actionNames(names []string) []faultpoint.Action {
+	out := make([]faultpoint.Action, 0, len(names))
+	for _, n := range names {
+		out = append(out, faultpoint.Action(n))
+	}
+	return out
+}
+
+// ArmFaultPoints passes fault points on to the wrapped cluster
+// (runtime.FaultPointer), so a standing delay does not hide them.
+func (s standingDelay) ArmFaultPoints(ctx context.Context, id int32, arms []faultpoint.Arm) error {
+	fp, ok := s.Cluster.(runtime.FaultPointer)
+	if !ok {
+		return errNoPoints
+	}
+	return fp.ArmFaultPoints(ctx, id, arms)
+}
+
+// FaultPointFirings passes the wrapped cluster's firings on.
+func (s standingDelay) FaultPointFirings(ctx context.Context, id int32) ([]faultpoint.Firing, error) {
+	fp, ok := s.Cluster.(runtime.FaultPointer)
+	if !ok {
+		return nil, errNoPoints
+	}
+	return fp.FaultPointFirings(ctx, id)
+}
+
+var errNoPoints = errors.New("the cluster has no fault points: only gregor's own brokers on a runtime with their control channel do (--runtime process)")
