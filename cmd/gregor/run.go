@@ -112,6 +112,14 @@ processes; --runtime forces one), creates the test topic (--rf, --partitions,
 faults for --time-limit, heals everything, waits for recovery, reads every key
 back from offset 0 to its high watermark, and checks the history.
 
+--runtime sim runs the brokers, their controller quorum, the clients and the
+nemesis in one process on virtual time (bin/gregor-sim, built by make build):
+the same history, store, checker and report, in a fraction of the time;
+test.json says simulated_time. It refuses the pause nemesis (not modelled).
+Goroutine scheduling in the simulation is not deterministic: a seed fixes the
+schedule, not the run, so --repeat N reruns the seed N times and prints how
+often each anomaly recurs.
+
 Defaults. The producers run with Kafka's client defaults: acks=all,
 enable.idempotence on (off when --acks is not all and --idempotence is not
 given, as KIP-679 resolves it), max.in.flight.requests.per.connection 5,
