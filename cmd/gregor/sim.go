@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,6 +23,7 @@ import (
 	"gregor/cluster"
 	"gregor/harness"
 	"gregor/history"
+	"gregor/matrix"
 	"gregor/runtime"
 	"gregor/runtime/sim"
 )
@@ -128,6 +130,24 @@ func refuseSim(cfg *harness.Config) error {
 	return nil
 }
 
+// simCells drops the cells the sim cannot run (a pause nemesis), saying
+// which: the rest of a matrix runs on it.
+func simCells(cells []matrix.Cell, log io.Writer) []matrix.Cell {
+	var out []matrix.Cell
+	skipped := map[string]int{}
+	for _, c := range cells {
+		if slices.Contains(c.Nemesis.Kinds, "pause") {
+			skipped[c.Nemesis.Name]++
+			continue
+		}
+		out = append(out, c)
+	}
+	for _, name := range slices.Sorted(maps.Keys(skipped)) {
+		fmt.Fprintf(log, "matrix: --runtime sim skips the %d cells of column %s: %s\n", skipped[name], name, sim.PauseRefusal)
+	}
+	return out
+}
+
 // runSim is `gregor run --runtime sim` in the parent: --repeat times the
 // child, then (repeating) how often each anomaly recurred.
 func runSim(cmd *cobra.Command, cfg *harness.Config, repeat int) error {
@@ -184,6 +204,8 @@ func simOnce(ctx context.Context, bin, args string, out, errOut io.Writer) (*sim
 	c.Stdout, c.Stderr = out, errOut
 	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
 	c.WaitDelay = 10 * time.Second
+	// A parent that dies (SIGKILL included) takes its simulation with it.
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	err = c.Run()
 	code := 0
 	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
@@ -219,6 +241,12 @@ func recurrence(w io.Writer, seed int64, repeat int, rs []simResult) {
 			fmt.Fprintf(w, "  valid %-8s %d of %d\n", v.String()+":", n, repeat)
 		}
 	}
+	allowed := map[string]bool{}
+	for _, r := range rs {
+		for _, a := range r.Allowed {
+			allowed[a] = true
+		}
+	}
 	for _, a := range checker.AnomalyNames {
 		runs, total := 0, 0
 		for _, r := range rs {
@@ -228,7 +256,11 @@ func recurrence(w io.Writer, seed int64, repeat int, rs []simResult) {
 			}
 		}
 		if runs > 0 {
-			fmt.Fprintf(w, "  %-20s in %d of %d runs (%d in all)\n", a, runs, repeat, total)
+			kind := "forbidden"
+			if allowed[a] {
+				kind = "allowed"
+			}
+			fmt.Fprintf(w, "  %-20s in %d of %d runs (%d in all), %s\n", a, runs, repeat, total, kind)
 		}
 	}
 	for _, r := range rs {
