@@ -15,12 +15,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/faultnet"
-	"gregor/internal/fsys"
 	"gregor/cluster/meta"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
 	"gregor/cluster/wire"
+	"gregor/internal/fsys"
 )
 
 type tp struct {

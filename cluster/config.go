@@ -13,12 +13,12 @@ import (
 	"github.com/hashicorp/raft"
 
 	"gregor/cluster/faultnet"
-	"gregor/internal/fsys"
 	"gregor/cluster/group"
 	"gregor/cluster/meta"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
+	"gregor/internal/fsys"
 )
 
 // Config is one broker's configuration. Names follow Kafka's where one exists.

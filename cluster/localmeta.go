@@ -12,10 +12,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"gregor/internal/fsys"
 	"gregor/cluster/meta"
 	"gregor/cluster/wire"
 	"gregor/internal/atomicfile"
+	"gregor/internal/fsys"
 )
 
 // localMeta is the metadata of a single-broker cluster: this broker is the

@@ -22,8 +22,8 @@ import (
 
 	"gregor/cluster"
 	"gregor/cluster/faultnet"
-	"gregor/internal/fsys"
 	"gregor/cluster/storage"
+	"gregor/internal/fsys"
 )
 
 // scenarioRecords is how many records the kill-leader scenario produces.
