@@ -353,8 +353,10 @@ func (c *conn) release() (delivered int, ok bool) {
 // drainAndClose reads and drops the broker's answers to a late delivery
 // until it closes the connection or drainAfterLate passes.
 func (c *conn) drainAndClose() {
-	if tc, ok := c.raw.(*net.TCPConn); ok {
-		tc.CloseWrite()
+	// A FIN after the request (TCP, or the simulation's network): the
+	// broker answers, reads EOF and closes, which ends the drain.
+	if hc, ok := c.raw.(interface{ CloseWrite() error }); ok {
+		hc.CloseWrite()
 	}
 	c.raw.SetReadDeadline(time.Now().Add(drainAfterLate))
 	buf := make([]byte, 32<<10)
