@@ -11,8 +11,12 @@ export TESTCONTAINERS_RYUK_DISABLED := true
 
 .PHONY: build test test-short conformance check validate bench image vet fmt clean
 
+# bin/gregor-sim is the simulator (--runtime sim): cmd/gregor's test binary
+# with -tags synctests (testing/synctest needs a *testing.T, and franz-go's
+# locks must be channels in a bubble); gregor run execs it.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/gregor
+	CGO_ENABLED=0 $(GO) test -c -trimpath -tags synctests -o $(BIN)-sim ./cmd/gregor
 
 vet:
 	$(GO) vet $(PKGS)

@@ -388,7 +388,7 @@ func (c *Config) Record(runtimeName string) history.Config {
 		LinkDelay: history.Duration(c.LinkDelay), ReplicaLagMax: history.Duration(c.Cluster.ReplicaLagMax),
 		TimeLimit: history.Duration(c.TimeLimit), Nodes: c.Cluster.Nodes, Runtime: runtimeName,
 		Workload: c.Workload, PlantedBugs: c.Cluster.Bugs, TransactionVersion: int(c.Cluster.TransactionVersion),
-		MaxInFlight: c.MaxInFlight}
+		MaxInFlight: c.MaxInFlight, SimulatedTime: runtimeName == "sim"}
 	if r.Nemeses == nil {
 		r.Nemeses = []string{}
 	}

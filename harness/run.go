@@ -37,6 +37,10 @@ type Test struct {
 	// the test topic leaves to the cluster's defaults: on a cluster gregor
 	// did not boot, the settings the user did not ask for are the cluster's.
 	ClusterTopicDefaults []string
+	// Started names the run directory when set (zero: the run's own
+	// clock). A simulated run's clock is virtual and starts at 2000-01-01,
+	// so the process that started it gives its wall-clock time.
+	Started time.Time
 }
 
 // Report is what a run leaves: where it stored everything and the verdict.
@@ -217,7 +221,7 @@ func open(t Test) (*run, error) {
 	}
 	r := &run{t: t, record: t.Record(t.Runtime.Name()), schedFile: schedFile, epoch: time.Now(),
 		rep: &Report{Runtime: t.Runtime.Name(), Seed: t.Seed, Schedule: sched}}
-	r.dir, err = openRunDir(t.Store, t.Name, &r.record, r.epoch)
+	r.dir, err = openRunDir(t.Store, t.Name, &r.record, t.stamp(r.epoch))
 	if err != nil {
 		return nil, err
 	}

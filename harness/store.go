@@ -133,3 +133,11 @@ func saveLog(ctx context.Context, c runtime.Cluster, id int32, path string) erro
 	}
 	return err
 }
+
+// stamp is the time that names the run directory: Test.Started when set.
+func (t *Test) stamp(clock time.Time) time.Time {
+	if !t.Started.IsZero() {
+		return t.Started
+	}
+	return clock
+}

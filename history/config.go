@@ -70,8 +70,12 @@ type Config struct {
 	Seed          int64    `json:"seed"`
 	TimeLimit     Duration `json:"time_limit"`
 	Nodes         int      `json:"nodes"`
-	Runtime       string   `json:"runtime,omitempty"` // docker, process, image or external
-	Workload      string   `json:"workload,omitempty"`
+	Runtime       string   `json:"runtime,omitempty"` // docker, process, image, external or sim
+	// SimulatedTime: the run's clock was virtual (--runtime sim, one
+	// testing/synctest bubble): its timestamps start at 2000-01-01 UTC and
+	// its durations are simulated, not waited.
+	SimulatedTime bool   `json:"simulated_time,omitempty"`
+	Workload      string `json:"workload,omitempty"`
 	// TransactionVersion is the cluster's transaction.version feature (1:
 	// Kafka 3.x transactions, 2: KIP-890); 0 in runs recorded before it was
 	// kept, read as the default, 2. AbortRate is the txn workload's share of

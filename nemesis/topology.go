@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/internal/dialer"
 	"gregor/internal/sleep"
 	"gregor/runtime"
 )
@@ -95,7 +96,7 @@ func (k *KafkaTopology) askCoordinator(ctx context.Context, key string, typ int8
 
 // NewKafkaTopology dials nothing yet; Close releases the client.
 func NewKafkaTopology(bootstrap []string, topic string, partitions int, brokers []int32) (*KafkaTopology, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.DialTimeout(time.Second),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), dialer.Opt(time.Second),
 		kgo.RequestTimeoutOverhead(2*time.Second), kgo.RetryTimeout(3*time.Second))
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/history"
+	"gregor/internal/dialer"
 )
 
 // MetadataView is one broker's answer to a Metadata request, as everything
@@ -118,7 +119,7 @@ func KafkaReady(brokers int) func(ctx context.Context, c Cluster) error {
 }
 
 func metadataReady(ctx context.Context, addr string, brokers int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(time.Second), kgo.DialTimeout(time.Second))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(time.Second), dialer.Opt(time.Second))
 	if err != nil {
 		return err
 	}

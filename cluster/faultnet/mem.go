@@ -322,6 +322,16 @@ func (c *memConn) Write(p []byte) (int, error) {
 	return written, nil
 }
 
+// CloseWrite ends this end's writing, as TCP's shutdown(SHUT_WR): the peer
+// reads what was written, then EOF; this end still reads.
+func (c *memConn) CloseWrite() error {
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	c.w.wclosed = true
+	c.w.signalLocked()
+	return nil
+}
+
 // Close ends both directions: the peer reads what was already written and
 // then EOF, and its writes fail; this end's blocked calls return.
 func (c *memConn) Close() error {

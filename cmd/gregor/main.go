@@ -17,7 +17,12 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
@@ -41,6 +46,9 @@ func main() {
 		code := 1
 		if ee, ok := err.(*exitError); ok {
 			code = ee.code
+			if ee.err == nil {
+				os.Exit(code) // said already (a gregor-sim child's own output)
+			}
 		}
 		fmt.Fprintln(os.Stderr, "gregor:", err)
 		os.Exit(code)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -59,7 +60,7 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.StringSliceVar(&cfg.PointActions, "fault-point-actions", def.PointActions, "fault-points nemesis: the actions to draw from (default crash, pause, cut): crash | pause | cut | hold")
 	fl.DurationVar(&cfg.SlowDelay, "slow-delay", def.SlowDelay, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
 	fl.Float64Var(&cfg.SlowLoss, "slow-loss", def.SlowLoss, "slow nemesis: packet loss percent")
-	fl.DurationVar(&cfg.LinkDelay, "link-delay", def.LinkDelay, "a standing delay on every node's links for the whole test (brokers further apart): widens the window of records a leader has acknowledged and its followers not yet fetched; at most 500ms; the harness's default on the process runtime: "+harness.ProcessLinkDelay.String()+" (0 elsewhere)")
+	fl.DurationVar(&cfg.LinkDelay, "link-delay", def.LinkDelay, "a standing delay on every node's links for the whole test (brokers further apart): widens the window of records a leader has acknowledged and its followers not yet fetched; at most 500ms; the harness's default on the process runtime: "+harness.ProcessLinkDelay.String()+", and on the sim runtime, whose in-memory links are as fast (0 elsewhere)")
 	fl.Int64Var(&cfg.Seed, "seed", def.Seed, "seed of the nemesis schedule and the workload (default: random, printed)")
 	fl.StringVar(&cfg.Schedule, "schedule", def.Schedule, "replay this schedule.json (a run directory's, or gregor shrink's) instead of drawing faults from --seed, which still seeds the workload; its kinds must be in --nemesis, its target --nemesis-target")
 	fl.StringVar(&cfg.Store, "store", def.Store, "store directory: <store>/<name>/<timestamp>/")
@@ -88,7 +89,7 @@ func clientDefaults(fl *pflag.FlagSet, cfg *harness.Config) {
 // runtime: a standing link delay on the process runtime, where every link
 // is loopback (harness.ProcessLinkDelay says why).
 func runtimeDefaults(fl *pflag.FlagSet, cfg *harness.Config, rt runtime.Runtime) {
-	if !fl.Changed("link-delay") && rt.Name() == "process" {
+	if !fl.Changed("link-delay") && (rt.Name() == "process" || rt.Name() == "sim") {
 		cfg.LinkDelay = harness.ProcessLinkDelay
 	}
 }
@@ -105,6 +106,7 @@ func runCmd() *cobra.Command {
 	var (
 		cfg    harness.Config
 		target targetFlags
+		repeat int
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -114,6 +116,14 @@ processes; --runtime forces one), creates the test topic (--rf, --partitions,
 --min-isr, --unclean), runs producers and consumers while the nemesis injects
 faults for --time-limit, heals everything, waits for recovery, reads every key
 back from offset 0 to its high watermark, and checks the history.
+
+--runtime sim runs the brokers, their controller quorum, the clients and the
+nemesis in one process on virtual time (bin/gregor-sim, built by make build):
+the same history, store, checker and report, in a fraction of the time;
+test.json says simulated_time. It refuses the pause nemesis (not modelled).
+Goroutine scheduling in the simulation is not deterministic: a seed fixes the
+schedule, not the run, so --repeat N reruns the seed N times and prints how
+often each anomaly recurs.
 
 Defaults. The producers run with Kafka's client defaults: acks=all,
 enable.idempotence on (off when --acks is not all and --idempotence is not
@@ -190,17 +200,35 @@ Exit status (as gregor check):
 			if err == nil && target.Runtime != "external" {
 				err = cfg.Validate()
 			}
+			if err == nil && target.Runtime == "sim" {
+				err = refuseSim(&cfg)
+			}
+			if err == nil && repeat != 1 && (target.Runtime != "sim" || repeat < 1) {
+				err = fmt.Errorf("--repeat %d: give a positive count with --runtime sim (another runtime reruns a seed with a loop of runs)", repeat)
+			}
 			if err != nil {
 				return &exitError{checkBadInput, err}
 			}
 			errOut := cmd.ErrOrStderr()
-			fmt.Fprintf(errOut, "gregor run: seed %d\n", cfg.Seed)
+			if target.Runtime == "sim" && simChild == nil {
+				fmt.Fprintf(errOut, "gregor run: seed %d\n", cfg.Seed)
+				return runSim(cmd, &cfg, repeat)
+			}
+			if simChild == nil {
+				fmt.Fprintf(errOut, "gregor run: seed %d\n", cfg.Seed)
+			}
 			bin, err := selfBinary()
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := cmd.Context()
+			if simChild == nil {
+				// In gregor-sim the bubble's context is cmd's (sim_test.go):
+				// a signal channel made in a bubble cannot hear the host.
+				var stop context.CancelFunc
+				ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+				defer stop()
+			}
 			rt, err := pickTarget(ctx, target, errOut)
 			if err != nil {
 				return &exitError{checkBadInput, err}
@@ -216,7 +244,11 @@ Exit status (as gregor check):
 					test.ClusterTopicDefaults = append(test.ClusterTopicDefaults, harness.ConfigUnclean)
 				}
 			}
+			if simChild != nil {
+				test.Started = simChild.started
+			}
 			rep, err := harness.Run(ctx, test)
+			simChild.write(rep)
 			if rep != nil && rep.Dir != "" {
 				fmt.Fprintf(errOut, "gregor run: stored in %s\n", rep.Dir)
 				for _, n := range rep.Notes {
@@ -243,6 +275,7 @@ Exit status (as gregor check):
 	}
 	registerRun(cmd.Flags(), &cfg)
 	registerTarget(cmd.Flags(), &target)
+	cmd.Flags().IntVar(&repeat, "repeat", 1, "--runtime sim: run the seed this many times and print how often each anomaly recurs (the schedule is the seed's; goroutine scheduling in the simulation is not deterministic, so runs of one seed differ)")
 	return cmd
 }
 

@@ -30,7 +30,7 @@ type targetFlags struct {
 // registerTarget binds --runtime (with external and image) and their
 // settings.
 func registerTarget(fl *pflag.FlagSet, t *targetFlags) {
-	fl.StringVar(&t.Runtime, "runtime", "auto", "docker | process | auto (docker when an engine answers) | external (a running cluster: --bootstrap, --faults) | image (any Kafka-protocol image: --image-spec)")
+	fl.StringVar(&t.Runtime, "runtime", "auto", "docker | process | auto (docker when an engine answers) | external (a running cluster: --bootstrap, --faults) | image (any Kafka-protocol image: --image-spec) | sim (every broker and client in one process on virtual time: bin/gregor-sim, built by make build; no pause nemesis)")
 	fl.StringSliceVar(&t.Bootstrap, "bootstrap", nil, "--runtime external: the cluster's Kafka listeners, HOST:PORT,...")
 	fl.StringVar(&t.Faults, "faults", "", "--runtime external: YAML file of fault commands per node (kill, start, stop, pause, resume, isolate, heal, slow, unslow)")
 	fl.StringVar(&t.ImageSpec, "image-spec", "", "--runtime image: YAML node template for a Kafka-protocol container image")
@@ -68,6 +68,11 @@ func pickRuntime(ctx context.Context, name string, log io.Writer) (runtime.Runti
 	switch name {
 	case "process":
 		return process.Runtime{}, nil
+	case "sim":
+		if simChild == nil {
+			return nil, fmt.Errorf("--runtime sim runs in bin/gregor-sim (gregor run and gregor matrix start it)")
+		}
+		return simChild.rt, nil
 	case "docker":
 		r := docker.New(docker.Options{Log: log})
 		if err := r.Available(ctx); err != nil {
@@ -85,7 +90,7 @@ func pickRuntime(ctx context.Context, name string, log io.Writer) (runtime.Runti
 		fmt.Fprintln(log, "runtime: docker")
 		return r, nil
 	}
-	return nil, fmt.Errorf("unknown runtime %q: choose docker, process, auto, external or image", name)
+	return nil, fmt.Errorf("unknown runtime %q: choose docker, process, auto, external, image or sim", name)
 }
 
 // selfBinary is the static gregor binary runtimes start brokers from: this

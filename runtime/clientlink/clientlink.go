@@ -32,6 +32,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"gregor/internal/dialer"
 )
 
 // maxHeld bounds the bytes one held connection keeps; a client that writes
@@ -80,12 +82,11 @@ func (l *Links) Dialer(proc int) func(ctx context.Context, network, host string)
 	}
 	l.mu.Unlock()
 	return func(ctx context.Context, network, host string) (net.Conn, error) {
-		d := net.Dialer{Timeout: DialTimeout}
-		raw, err := d.DialContext(ctx, network, host)
+		raw, err := dialer.Dial(DialTimeout)(ctx, network, host)
 		if err != nil {
 			return nil, err
 		}
-		c := &conn{raw: raw, l: l, proc: proc, broker: host, flushed: make(chan struct{})}
+		c := &conn{raw: raw, l: l, proc: proc, broker: host, flushed: make(chan struct{}), wmu: make(chanMutex, 1)}
 		close(c.flushed) // nothing held
 		l.mu.Lock()
 		c.deaf = l.losing[host][proc]
@@ -231,7 +232,11 @@ type conn struct {
 	broker string
 
 	// wmu orders writes: held bytes go out before anything written later.
-	wmu sync.Mutex
+	// It is held across the raw write, which waits while the connection's
+	// buffer is full, so it is a channel (a goroutine waiting for it is
+	// durably blocked in a testing/synctest bubble; one waiting for a
+	// sync.Mutex is not, and would freeze the simulation's clock).
+	wmu chanMutex
 	// mu guards the fault state.
 	mu sync.Mutex
 	// deaf: every byte the broker sends is dropped, for good.
@@ -348,8 +353,10 @@ func (c *conn) release() (delivered int, ok bool) {
 // drainAndClose reads and drops the broker's answers to a late delivery
 // until it closes the connection or drainAfterLate passes.
 func (c *conn) drainAndClose() {
-	if tc, ok := c.raw.(*net.TCPConn); ok {
-		tc.CloseWrite()
+	// A FIN after the request (TCP, or the simulation's network): the
+	// broker answers, reads EOF and closes, which ends the drain.
+	if hc, ok := c.raw.(interface{ CloseWrite() error }); ok {
+		hc.CloseWrite()
 	}
 	c.raw.SetReadDeadline(time.Now().Add(drainAfterLate))
 	buf := make([]byte, 32<<10)
@@ -412,3 +419,9 @@ func (c *conn) RemoteAddr() net.Addr               { return c.raw.RemoteAddr() }
 func (c *conn) SetDeadline(t time.Time) error      { return c.raw.SetDeadline(t) }
 func (c *conn) SetReadDeadline(t time.Time) error  { return c.raw.SetReadDeadline(t) }
 func (c *conn) SetWriteDeadline(t time.Time) error { return c.raw.SetWriteDeadline(t) }
+
+// chanMutex is a mutex made of a channel of capacity 1 (make(chanMutex, 1)).
+type chanMutex chan struct{}
+
+func (m chanMutex) Lock()   { m <- struct{}{} }
+func (m chanMutex) Unlock() { <-m }

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/history"
+	"gregor/internal/dialer"
 	"gregor/workloads/kit"
 )
 
@@ -506,8 +507,7 @@ func newKillDialer(links func(int) func(context.Context, string, string) (net.Co
 	if links != nil {
 		k.dialFn = links(proc)
 	} else {
-		d := &net.Dialer{Timeout: time.Second}
-		k.dialFn = d.DialContext
+		k.dialFn = dialer.Dial(time.Second)
 	}
 	return k
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/history"
+	"gregor/internal/dialer"
 	"gregor/workloads/kit"
 )
 
@@ -83,7 +84,7 @@ func (w *Workload) Run(ctx context.Context) error {
 func (w *Workload) baseOpts(proc int) []kgo.Opt {
 	o := []kgo.Opt{
 		kgo.SeedBrokers(w.cfg.Bootstrap...),
-		kgo.DialTimeout(time.Second),
+		dialer.Opt(time.Second),
 		kgo.RequestTimeoutOverhead(requestOverhead),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 		kgo.MetadataMinAge(100 * time.Millisecond),

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"gregor/history"
+	"gregor/internal/dialer"
 	"gregor/workloads/kit"
 )
 
@@ -117,7 +118,7 @@ func (w *Workload) Run(ctx context.Context) error {
 func (w *Workload) baseOpts() []kgo.Opt {
 	o := []kgo.Opt{
 		kgo.SeedBrokers(w.cfg.Bootstrap...),
-		kgo.DialTimeout(time.Second),
+		dialer.Opt(time.Second),
 		kgo.RequestTimeoutOverhead(2 * time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 		kgo.MetadataMinAge(100 * time.Millisecond),

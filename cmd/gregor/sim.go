@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"gregor/checker"
+	"gregor/cluster"
+	"gregor/harness"
+	"gregor/history"
+	"gregor/matrix"
+	"gregor/runtime"
+	"gregor/runtime/sim"
+)
+
+// --runtime sim (DESIGN.md section 7, simulation): `gregor run` validates
+// the run, then execs bin/gregor-sim (a test binary: testing/synctest
+// needs a *testing.T), which runs this same command inside one bubble on
+// virtual time, against runtime/sim. The environment carries the run:
+const (
+	simArgsEnv    = "GREGOR_SIM_ARGS"    // JSON: the gregor arguments ("run", flags)
+	simStartedEnv = "GREGOR_SIM_STARTED" // RFC 3339: the wall-clock time naming the run directory
+	simResultEnv  = "GREGOR_SIM_RESULT"  // a file the child writes its simResult to
+)
+
+// simChild is set inside gregor-sim (sim_test.go): this process is the
+// bubble's, and `gregor run` runs on the sim runtime there.
+var simChild *simEnv
+
+type simEnv struct {
+	rt      runtime.Runtime
+	started time.Time
+	result  string
+}
+
+// simResult is what one simulated run hands its parent.
+type simResult struct {
+	Dir     string           `json:"dir"`
+	Checked bool             `json:"checked"`
+	Valid   checker.Validity `json:"valid"`
+	Counts  map[string]int   `json:"counts"`
+	Allowed []string         `json:"allowed,omitempty"`
+}
+
+// simRuntime is the runtime inside gregor-sim: gregor broker's own flag
+// parser builds each node's configuration.
+func simRuntime() sim.Runtime {
+	return sim.Runtime{Config: func(args []string) (cluster.Config, error) {
+		cmd := &cobra.Command{}
+		var f brokerFlags
+		f.register(cmd)
+		if err := cmd.Flags().Parse(args); err != nil {
+			return cluster.Config{}, err
+		}
+		return f.config()
+	}}
+}
+
+// writeSimResult is the child's last word to its parent.
+func (e *simEnv) write(rep *harness.Report) {
+	if e == nil || e.result == "" || rep == nil {
+		return
+	}
+	r := simResult{Dir: rep.Dir, Checked: rep.Checked, Valid: rep.Result.Valid, Counts: rep.Result.Counts}
+	for a := range rep.Result.Allowed {
+		r.Allowed = append(r.Allowed, a)
+	}
+	b, _ := json.Marshal(r)
+	os.WriteFile(e.result, b, 0o644)
+}
+
+// simBinary is bin/gregor-sim beside this gregor (or $GREGOR_SIM_BINARY).
+func simBinary() (string, error) {
+	if p := os.Getenv("GREGOR_SIM_BINARY"); p != "" {
+		return p, nil
+	}
+	self, err := selfBinary()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(filepath.Dir(self), "gregor-sim")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("--runtime sim needs %s (the simulator, a test binary): build it with `make build`", p)
+	}
+	return p, nil
+}
+
+// simArgs are the run's flags as given, for the child, with the seed
+// this process drew.
+func simArgs(fl *pflag.FlagSet, seed int64) []string {
+	args := []string{"run"}
+	fl.Visit(func(f *pflag.Flag) {
+		if f.Name == "repeat" || f.Name == "seed" {
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+			if len(sv.GetSlice()) == 0 {
+				args = append(args, "--"+f.Name+"=")
+			}
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return append(args, "--seed="+strconv.FormatInt(seed, 10))
+}
+
+// refuseSim refuses what the sim does not model, naming why.
+func refuseSim(cfg *harness.Config) error {
+	if slices.Contains(cfg.Nemeses, "pause") {
+		return errors.New(sim.PauseRefusal)
+	}
+	return nil
+}
+
+// simCells drops the cells the sim cannot run (a pause nemesis), saying
+// which: the rest of a matrix runs on it.
+func simCells(cells []matrix.Cell, log io.Writer) []matrix.Cell {
+	var out []matrix.Cell
+	skipped := map[string]int{}
+	for _, c := range cells {
+		if slices.Contains(c.Nemesis.Kinds, "pause") {
+			skipped[c.Nemesis.Name]++
+			continue
+		}
+		out = append(out, c)
+	}
+	for _, name := range slices.Sorted(maps.Keys(skipped)) {
+		fmt.Fprintf(log, "matrix: --runtime sim skips the %d cells of column %s: %s\n", skipped[name], name, sim.PauseRefusal)
+	}
+	return out
+}
+
+// runSim is `gregor run --runtime sim` in the parent: --repeat times the
+// child, then (repeating) how often each anomaly recurred.
+func runSim(cmd *cobra.Command, cfg *harness.Config, repeat int) error {
+	if err := refuseSim(cfg); err != nil {
+		return &exitError{checkBadInput, err}
+	}
+	bin, err := simBinary()
+	if err != nil {
+		return &exitError{checkBadInput, err}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	args := simArgs(cmd.Flags(), cfg.Seed)
+	enc, _ := json.Marshal(args)
+	var results []simResult
+	code := 0
+	for i := 0; i < repeat; i++ {
+		if repeat > 1 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "gregor run: sim repetition %d of %d (seed %d)\n", i+1, repeat, cfg.Seed)
+		}
+		res, c, err := simOnce(ctx, bin, string(enc), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		code = max(code, c)
+		if ctx.Err() != nil {
+			return &exitError{checkUnknown, harness.ErrInterrupted}
+		}
+		if res != nil {
+			results = append(results, *res)
+		}
+	}
+	if repeat > 1 {
+		recurrence(cmd.OutOrStdout(), cfg.Seed, repeat, results)
+	}
+	if code != 0 {
+		return &exitError{code: code} // the child said why
+	}
+	return nil
+}
+
+// simOnce runs gregor-sim once; cancelling ctx sends it SIGTERM (it ends
+// its bubble, whose goroutines must all end), then SIGKILL 10 s later.
+func simOnce(ctx context.Context, bin, args string, out, errOut io.Writer) (*simResult, int, error) {
+	f, err := os.CreateTemp("", "gregor-sim-result-*.json")
+	if err != nil {
+		return nil, 0, err
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	c := exec.CommandContext(ctx, bin, "-test.run=^TestSim$", "-test.timeout=0")
+	c.Env = append(os.Environ(), simArgsEnv+"="+args, simStartedEnv+"="+time.Now().UTC().Format(time.RFC3339Nano),
+		simResultEnv+"="+f.Name())
+	c.Stdout, c.Stderr = out, errOut
+	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
+	c.WaitDelay = 10 * time.Second
+	// A parent that dies (SIGKILL included) takes its simulation with it.
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	err = c.Run()
+	code := 0
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		code = ee.ExitCode()
+		if code < 0 {
+			code = checkUnknown
+		}
+	} else if err != nil {
+		return nil, 0, fmt.Errorf("gregor-sim: %w", err)
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil || len(b) == 0 {
+		return nil, code, nil
+	}
+	var r simResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, code, nil
+	}
+	return &r, code, nil
+}
+
+// recurrence prints how often each anomaly recurred over the repetitions
+// of one seed: the schedule is the seed's, the goroutine interleavings are
+// not (a bubble's scheduling is not deterministic).
+func recurrence(w io.Writer, seed int64, repeat int, rs []simResult) {
+	fmt.Fprintf(w, "seed %d, %d repetitions on --runtime sim (%d checked):\n", seed, repeat, len(rs))
+	valid := map[checker.Validity]int{}
+	for _, r := range rs {
+		valid[r.Valid]++
+	}
+	for _, v := range []checker.Validity{checker.ValidTrue, checker.ValidFalse, checker.ValidUnknown} {
+		if n := valid[v]; n > 0 {
+			fmt.Fprintf(w, "  valid %-8s %d of %d\n", v.String()+":", n, repeat)
+		}
+	}
+	allowed := map[string]bool{}
+	for _, r := range rs {
+		for _, a := range r.Allowed {
+			allowed[a] = true
+		}
+	}
+	for _, a := range checker.AnomalyNames {
+		runs, total := 0, 0
+		for _, r := range rs {
+			if n := r.Counts[a]; n > 0 {
+				runs++
+				total += n
+			}
+		}
+		if runs > 0 {
+			kind := "forbidden"
+			if allowed[a] {
+				kind = "allowed"
+			}
+			fmt.Fprintf(w, "  %-20s in %d of %d runs (%d in all), %s\n", a, runs, repeat, total, kind)
+		}
+	}
+	for _, r := range rs {
+		fmt.Fprintf(w, "  results: %s\n", history.RunDir(r.Dir).Results())
+	}
+}
