@@ -74,12 +74,7 @@ func (s *ControlsSummary) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "configuration\t%s\tfalse alarms (95%% Wilson CI)\tcrashed\tunknown\tanomalies\t\n", strings.Join(s.Nemeses, "\t"))
 	for _, r := range s.Rows {
-		var cols []string
-		for _, n := range s.Nemeses {
-			rate := r.ByNemesis[n]
-			cols = append(cols, fmt.Sprintf("%d/%d", rate.K, rate.N))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Bug, strings.Join(cols, "\t"), r.Any, r.Crashed, r.Unknown, strings.Join(r.Anomalies, ","))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Bug, r.columns(s.Nemeses), r.Any, r.Crashed, r.Unknown, strings.Join(r.Anomalies, ","))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "false alarms: %s over every row of %s\n", s.Total, s.Matrix)

@@ -148,6 +148,16 @@ type GenericRow struct {
 	Anomalies []string `json:"anomalies,omitempty"`
 }
 
+// columns renders the row's k/n per nemesis, tab-separated.
+func (r GenericRow) columns(nemeses []string) string {
+	cols := make([]string, len(nemeses))
+	for i, n := range nemeses {
+		rate := r.ByNemesis[n]
+		cols[i] = fmt.Sprintf("%d/%d", rate.K, rate.N)
+	}
+	return strings.Join(cols, "\t")
+}
+
 // GenericSummary is the bug x nemesis table.
 type GenericSummary struct {
 	Matrix  string       `json:"matrix"`
@@ -193,11 +203,6 @@ func (s *GenericSummary) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "planted bug\t%s\tany nemesis (95%% Wilson CI)\tcrashed\tunknown\tcaught\t\n", strings.Join(s.Nemeses, "\t"))
 	for _, r := range s.Rows {
-		var cols []string
-		for _, n := range s.Nemeses {
-			rate := r.ByNemesis[n]
-			cols = append(cols, fmt.Sprintf("%d/%d", rate.K, rate.N))
-		}
 		verdict := "yes"
 		switch {
 		case r.Bug == NoBug && r.Caught:
@@ -207,7 +212,7 @@ func (s *GenericSummary) WriteTable(w io.Writer) {
 		case !r.Caught:
 			verdict = "MISSED"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Bug, strings.Join(cols, "\t"), r.Any, r.Crashed, r.Unknown, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Bug, r.columns(s.Nemeses), r.Any, r.Crashed, r.Unknown, verdict)
 	}
 	tw.Flush()
 }
