@@ -17,8 +17,11 @@ import (
 // end to the history.
 type Runner struct {
 	Cluster runtime.Cluster
-	Topo    Topology
-	History *history.Writer
+	// Interrupt, if set, is the run's own context: its end (SIGTERM) cuts
+	// short the undo of a step in force, which outlives the step's ctx.
+	Interrupt context.Context
+	Topo      Topology
+	History   *history.Writer
 	// Epoch is the test's time zero (history times are nanoseconds since it).
 	Epoch  time.Time
 	Target Target
@@ -179,7 +182,7 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	r.done.Add(1)
 	r.write(string(st.Kind), v, r.apply(ctx, st.Kind, a))
 	sleep.For(ctx, st.Hold)
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
+	uctx, cancel := r.undoContext(ctx)
 	defer cancel()
 	r.write(undoVerb(st.Kind), v, r.undo(uctx, st.Kind, a))
 }

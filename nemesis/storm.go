@@ -67,7 +67,7 @@ func (r *Runner) storm(ctx context.Context, st Step, v history.NemesisValue) {
 		r.write(kind, pv, eachNode(ctx, a.Nodes, c.Kill))
 		// The node comes back whatever ctx says: a storm leaves no node down.
 		time.Sleep(down)
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
+		uctx, cancel := r.undoContext(ctx)
 		pv.Phase = "start"
 		r.write(kind, pv, eachNode(uctx, a.Nodes, c.Start))
 		cancel()

@@ -4,10 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -154,7 +151,7 @@ Exit status (as gregor check):
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptContext(cmd.Context(), errOut)
 			defer stop()
 			rt, err := pickTarget(ctx, target, errOut)
 			if err != nil {
