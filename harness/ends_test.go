@@ -52,7 +52,7 @@ type ended struct {
 // after the signal (the process is killed past it, and the test fails).
 //
 // With twice, a second SIGTERM follows the run's word of the first
-// ("ending the run").
+// ("stopping").
 func signalRun(t *testing.T, env, args []string, ready func(line string, seen phaseSeen) bool, limit time.Duration, twice ...bool) ended {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
@@ -91,7 +91,7 @@ func signalRun(t *testing.T, env, args []string, ready func(line string, seen ph
 				cmd.Process.Signal(syscall.SIGTERM)
 				close(signalled)
 			}
-			if len(twice) > 0 && twice[0] && strings.Contains(line, "ending the run") {
+			if len(twice) > 0 && twice[0] && strings.Contains(line, "stopping (a second signal") {
 				t.Logf("second SIGTERM after %q", line)
 				cmd.Process.Signal(syscall.SIGTERM)
 			}
@@ -402,25 +402,30 @@ func TestEndsInHealExternal(t *testing.T) {
 	// which starts every node left stopped, lasts, and the signal must end
 	// the command's process group too.
 	mark := filepath.Join(k.dir, "undone")
-	faults := k.faults(t, "true", fmt.Sprintf("if [ -e %s ]; then sleep 300; fi; touch %s; exit 1", mark, mark))
+	faults := k.faults(t, "true", fmt.Sprintf("if [ -e %s ]; then sleep 301; fi; touch %s; exit 1", mark, mark))
 	args := externalRun(t, k, faults, "--time-limit", "6s")
 	e := signalRun(t, nil, args, phaseLines("heal", 2), endWithin)
 	assertInterrupted(t, e, "")
-	if pids := processesMentioning(t, "sleep 300"); len(pids) > 0 {
+	if pids := processesMentioning(t, "sleep 301"); len(pids) > 0 {
 		t.Fatalf("the heal's command outlived the run: %v", pids)
 	}
 }
 
 func TestEndsInRecoveryExternal(t *testing.T) {
 	t.Parallel()
-	k := startKfake(t)
 	// The kill kills the one process of every broker and the start does
 	// not restart it: recovery waits on a dead cluster (the issue's
-	// case), with sends and polls in flight to it.
-	faults := k.faults(t, "kill -9 $(cat $P) 2>/dev/null; true", "true")
-	args := externalRun(t, k, faults, "--time-limit", "6s")
-	e := signalRun(t, nil, args, phaseLines("recovery", 2), endWithin)
-	assertInterrupted(t, e, "")
+	// case), with sends, polls, commits and transactions in flight to it.
+	for _, wl := range []string{"queue", "group", "txn"} {
+		t.Run(wl, func(t *testing.T) {
+			t.Parallel()
+			k := startKfake(t)
+			faults := k.faults(t, "kill -9 $(cat $P) 2>/dev/null; true", "true")
+			args := externalRun(t, k, faults, "--time-limit", "6s", "--workload", wl, "--partitions", "4")
+			e := signalRun(t, nil, args, phaseLines("recovery", 2), endWithin)
+			assertInterrupted(t, e, "")
+		})
+	}
 }
 
 // A final read whose bound passes on a dead cluster ends the run by
@@ -460,7 +465,7 @@ func TestFinalReadBoundUnknownExternal(t *testing.T) {
 func TestSecondSignalExits(t *testing.T) {
 	t.Parallel()
 	k := startKfake(t)
-	faults := k.faults(t, "true", "sleep 300")
+	faults := k.faults(t, "true", "sleep 302")
 	store := t.TempDir()
 	args := externalRun(t, k, faults, "--time-limit", longBound.String(), "--store", store)
 	e := signalRun(t, nil, args, func(line string, seen phaseSeen) bool {
@@ -479,9 +484,9 @@ func TestSecondSignalExits(t *testing.T) {
 	}
 	assertCheckable(t, ended{dir: dirs[0]})
 	deadline := time.Now().Add(10 * time.Second)
-	for len(processesMentioning(t, "sleep 300")) > 0 {
+	for len(processesMentioning(t, "sleep 302")) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the heal's command outlived the run: %v", processesMentioning(t, "sleep 300"))
+			t.Fatalf("the heal's command outlived the run: %v", processesMentioning(t, "sleep 302"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

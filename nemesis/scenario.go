@@ -219,6 +219,9 @@ func (r *Runner) undoContext(ctx context.Context) (context.Context, context.Canc
 	if r.Interrupt == nil {
 		return uctx, cancel
 	}
+	if r.Interrupt.Err() != nil {
+		cancel() // AfterFunc would cancel asynchronously: a command could start
+	}
 	stop := context.AfterFunc(r.Interrupt, cancel)
 	return uctx, func() { stop(); cancel() }
 }

@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"gregor/runtime/external"
 )
 
 // interruptContext is signal.NotifyContext for SIGINT and SIGTERM, with a
-// second signal honoured too: the first ends ctx, and the run winds down
-// within seconds (DESIGN.md section 8: its workload, heal and final reads
+// second signal honoured too (gregor run, matrix and shrink): the first
+// ends ctx, and the command winds down within seconds (DESIGN.md section 8: its workload, heal and final reads
 // are cut short, the history closed, the cluster torn down); a second,
 // while that best-effort cleanup goes on, exits at once with 128 plus the
 // signal's number (130 for Ctrl-C, 143 for SIGTERM). The history is
@@ -26,7 +28,7 @@ func interruptContext(parent context.Context, errOut io.Writer) (context.Context
 	go func() {
 		select {
 		case s := <-sig:
-			fmt.Fprintf(errOut, "gregor: %v: ending the run (a second signal exits at once)\n", s)
+			fmt.Fprintf(errOut, "gregor: %v: stopping (a second signal exits at once)\n", s)
 			cancel()
 		case <-done:
 			return
@@ -34,6 +36,7 @@ func interruptContext(parent context.Context, errOut io.Writer) (context.Context
 		select {
 		case s := <-sig:
 			fmt.Fprintf(errOut, "gregor: second %v: exiting now\n", s)
+			external.KillCommands() // their contexts will not end them now
 			code := 130
 			if n, ok := s.(syscall.Signal); ok {
 				code = 128 + int(n)
