@@ -411,6 +411,29 @@ func TestEndsInHealExternal(t *testing.T) {
 	}
 }
 
+// A signal while a step's undo runs in the faults phase: the undo
+// outlives the time limit's deadline (for at most the runner's undo
+// timeout, 60 s) but not the run's end; the run ends well within a
+// quarter of that bound, its command's process group killed.
+func TestEndsInFaultsExternal(t *testing.T) {
+	t.Parallel()
+	k := startKfake(t)
+	mark := filepath.Join(k.dir, "undoing")
+	faults := k.faults(t, "true", fmt.Sprintf("touch %s; sleep 304", mark))
+	args := externalRun(t, k, faults, "--time-limit", longBound.String(), "--nemesis-duration", "1s")
+	e := signalRun(t, nil, args, func(string, phaseSeen) bool {
+		_, err := os.Stat(mark)
+		return err == nil
+	}, endWithin)
+	assertInterrupted(t, e, "")
+	if undo := 60 * time.Second; e.after > undo/4 {
+		t.Fatalf("ended %v after SIGTERM: the undo (bound %v) held it", e.after, undo)
+	}
+	if pids := processesMentioning(t, "sleep 304"); len(pids) > 0 {
+		t.Fatalf("the undo's command outlived the run: %v", pids)
+	}
+}
+
 func TestEndsInRecoveryExternal(t *testing.T) {
 	t.Parallel()
 	// The kill kills the one process of every broker and the start does

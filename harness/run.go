@@ -532,16 +532,22 @@ func (r *run) check(ctx context.Context) (*Report, error) {
 // store failing): the workload stopped, the history closed, the cluster
 // torn down.
 func (r *run) interrupted() (*Report, error) {
-	r.stopWorkload(r.cutShort())
+	healed := make(chan error, 1)
 	if r.runner != nil && !r.healStarted && runtime.IsForeign(r.t.Runtime) {
 		// A cluster gregor did not boot outlives the run: undo the faults
-		// in force, best effort and bounded (gregor's own clusters are
-		// torn down instead).
-		hctx, cancel := context.WithTimeout(r.lasting, interruptHeal)
-		if err := nemesis.HealAll(hctx, r.c, r.dir.hist, r.epoch); err != nil {
-			r.rep.Notes = append(r.rep.Notes, "heal on the way out: "+err.Error())
-		}
-		cancel()
+		// in force, best effort and bounded, while the workload stops
+		// (gregor's own clusters are torn down instead).
+		go func() {
+			hctx, cancel := context.WithTimeout(r.lasting, interruptHeal)
+			defer cancel()
+			healed <- nemesis.HealAll(hctx, r.c, r.dir.hist, r.epoch)
+		}()
+	} else {
+		healed <- nil
+	}
+	r.stopWorkload(r.cutShort())
+	if err := <-healed; err != nil {
+		r.rep.Notes = append(r.rep.Notes, "heal on the way out: "+err.Error())
 	}
 	err := r.closeHistory()
 	r.closeCluster()
@@ -574,7 +580,7 @@ const interruptGrace = 3 * time.Second
 
 // interruptHeal bounds the heal of a foreign cluster by a run cut short
 // before its heal phase.
-const interruptHeal = 10 * time.Second
+const interruptHeal = 5 * time.Second
 
 // stopSlack is added to the delivery timeout to bound the wait for a
 // stopping workload that was not cut short: each send is bounded by the
