@@ -546,3 +546,22 @@ func TestApplyAwaited(t *testing.T) {
 		}
 	}
 }
+
+// The docker runtime, in recovery: its sends were in flight to a paused
+// container when recovery stops the workload. Serial, as the docker
+// runtime's tests are (they share the image build).
+func TestEndsInRecoveryDocker(t *testing.T) {
+	needDocker(t)
+	store := t.TempDir()
+	const name = "ends-docker"
+	args := []string{"run", "--runtime", "docker", "--store", store, "--name", name, "--seed", "7",
+		"--nodes", "3", "--rate", "100", "--warm-up", "2s", "--time-limit", "8s", "--nemesis", "pause",
+		"--nemesis-interval", "2s", "--nemesis-duration", longBound.String(), "--delivery-timeout", "2m",
+		"--recovery-timeout", longBound.String(), "--final-read-timeout", longBound.String()}
+	e := signalRun(t, []string{"TESTCONTAINERS_RYUK_DISABLED=true", "GREGOR_BINARY=" + binary}, args,
+		phaseLine("recovery"), endWithin)
+	assertInterrupted(t, e, "")
+	if left := leftovers(t, name+"-7"); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
