@@ -463,10 +463,16 @@ func (r *run) finalReads(ctx context.Context) error {
 	}
 	if err != nil {
 		r.rep.Notes = append(r.rep.Notes, err.Error())
-		// A read the bound cut short cannot tell lost from late: the check
-		// says unknown rather than pass (or fail on unseen records).
-		if frctx.Err() != nil && ctx.Err() == nil {
-			r.awaited = append(r.awaited, Awaited{Phase: "final-read", Bound: r.t.FinalReadTimeout.String(), What: err.Error(), Decisive: true})
+		// A read cut short (by its bound, or its own rounds and re-assigns
+		// running out) cannot tell lost from late: the check says unknown
+		// rather than pass (or fail on unseen records). A log found short
+		// of acknowledged records is a finding, not a read cut short.
+		if ctx.Err() == nil && !errors.Is(err, kit.ErrLogGone) {
+			bound := r.t.FinalReadTimeout.String()
+			if frctx.Err() == nil {
+				bound = "its rounds"
+			}
+			r.awaited = append(r.awaited, Awaited{Phase: "final-read", Bound: bound, What: err.Error(), Decisive: true})
 		}
 	}
 	if len(r.awaited) > 0 {

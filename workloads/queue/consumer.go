@@ -182,7 +182,7 @@ func readPastAcks(ctx context.Context, acked []int64, settle time.Duration,
 			return nil
 		}
 		if time.Since(since) >= settle {
-			return fmt.Errorf("final read: end offsets stayed below acknowledged records for %v, so the log no longer holds them: %v", settle, short)
+			return fmt.Errorf("final read: end offsets stayed below acknowledged records for %v, so %w: %v", settle, kit.ErrLogGone, short)
 		}
 		if !sleep.For(ctx, finalRoundGap) {
 			break
