@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 14m
 export CGO_ENABLED ?= 0
 export TESTCONTAINERS_RYUK_DISABLED := true
 
-.PHONY: build test test-short check validate bench image vet fmt clean
+.PHONY: build test test-short conformance check validate bench image vet fmt clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/gregor
@@ -23,8 +23,17 @@ vet:
 # Parallel tests (t.Parallel) are in-process cluster scenarios that mostly
 # wait on failure detection, not on the CPU: 4 at a time, not GOMAXPROCS.
 TEST_PARALLEL ?= 4
+# The simulation (runtime/sim) runs clients and brokers in one
+# testing/synctest bubble: franz-go must be built with -tags synctests.
 test: vet
 	CGO_ENABLED=1 $(GO) test -race -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(PKGS)
+	CGO_ENABLED=1 $(GO) test -race -tags synctests -timeout 5m ./runtime/sim/...
+
+# make conformance: franz-go's own pkg/kgo integration suite (the version
+# go.mod pins) against a 3-broker gregor up cluster, RF 3, torn down after;
+# prints pass/fail/skip counts and each skip (README "Conformance").
+conformance:
+	./.ci/conformance
 
 test-short:
 	$(GO) test -short -timeout $(TEST_TIMEOUT) $(PKGS)

@@ -23,6 +23,23 @@ func newCollector(max int) *collector {
 	return &collector{max: max, examples: make(map[string][]Example), counts: make(map[string]int), evidence: make(map[string]int64)}
 }
 
+// merge adds what o collected. Only for anomalies c has none of yet:
+// examples are kept in the order they were found, and o's would then
+// follow c's whatever order the checks ran in.
+func (c *collector) merge(o *collector) {
+	for name, n := range o.counts {
+		c.counts[name] += n
+	}
+	for name, at := range o.evidence {
+		if cur, ok := c.evidence[name]; !ok || at < cur {
+			c.evidence[name] = at
+		}
+	}
+	for name, exs := range o.examples {
+		c.examples[name] = append(c.examples[name], exs...)
+	}
+}
+
 // add counts one anomaly whose proof is complete at the latest operation
 // its example cites (the second of two reads that disagree, the poll that
 // went backwards, ...).
@@ -140,12 +157,6 @@ func checkWrites(ix *index, col *collector) {
 	}
 }
 
-// procKey identifies one process's view of one key.
-type procKey struct {
-	proc history.Process
-	key  string
-}
-
 // lastSeen is where a process last was on a key.
 type lastSeen struct {
 	offset int64
@@ -159,15 +170,9 @@ type lastSeen struct {
 // event), a crash, and an indeterminate poll, since each may legitimately
 // move the consumer.
 func checkOrder(ix *index, col *collector) {
-	sends := make(map[procKey]lastSeen)
-	polls := make(map[procKey]lastSeen)
-	forget := func(p history.Process) {
-		for pk := range polls {
-			if pk.proc == p {
-				delete(polls, pk)
-			}
-		}
-	}
+	sends := newProcSeen(ix)
+	polls := newProcSeen(ix)
+	forget := polls.forget
 	for ci := range ix.calls {
 		c := &ix.calls[ci]
 		if c.proc == history.Nemesis {
@@ -195,8 +200,8 @@ func checkOrder(ix *index, col *collector) {
 				if m.Offset < 0 {
 					continue
 				}
-				pk := procKey{c.proc, m.Key}
-				prev, ok := sends[pk]
+				at := sends.at(c.proc, m.Key)
+				prev, ok := at.ls, at.ok
 				if ok && m.Offset < prev.offset {
 					col.add(NonmonotonicSend, func() Example {
 						pc := &ix.calls[prev.call]
@@ -204,12 +209,12 @@ func checkOrder(ix *index, col *collector) {
 							Ops: []OpRef{refMop(pc, m.Key, prev.offset, prev.value), refMop(c, m.Key, m.Offset, m.Value)}}
 					})
 				}
-				sends[pk] = lastSeen{m.Offset, m.Value, int32(ci)}
+				*at = seen{lastSeen{m.Offset, m.Value, int32(ci)}, true}
 			case history.MopPoll:
 				for _, kr := range m.Polls {
 					k := ix.keys[kr.Key]
-					pk := procKey{c.proc, kr.Key}
-					prev, ok := polls[pk]
+					at := polls.at(c.proc, kr.Key)
+					prev, ok := at.ls, at.ok
 					for _, r := range kr.Records {
 						if ok {
 							switch {
@@ -235,12 +240,76 @@ func checkOrder(ix *index, col *collector) {
 						prev, ok = lastSeen{r.Offset, r.Value, int32(ci)}, true
 					}
 					if ok {
-						polls[pk] = prev
+						*at = seen{prev, true}
 					}
 				}
 			}
 		}
 	}
+}
+
+// procSeen is where each process last was on each key: a row of key
+// columns per process, so a step is two slice lookups instead of hashing a
+// (process, key name) pair; the key's column is its index id.
+type procSeen struct {
+	ix    *index
+	extra map[string]int // columns of keys the index does not have
+	dense [][]seen       // rows by process, for client ids below maxDenseProcess
+	other map[history.Process][]seen
+}
+
+type seen struct {
+	ls lastSeen
+	ok bool
+}
+
+func newProcSeen(ix *index) *procSeen { return &procSeen{ix: ix} }
+
+// at is process p's place on key; valid until the next call of at.
+func (t *procSeen) at(p history.Process, key string) *seen {
+	col := 0
+	if k := t.ix.keys[key]; k != nil {
+		col = k.id
+	} else {
+		c, ok := t.extra[key]
+		if !ok {
+			if t.extra == nil {
+				t.extra = make(map[string]int)
+			}
+			c = len(t.ix.keys) + len(t.extra)
+			t.extra[key] = c
+		}
+		col = c
+	}
+	var row *[]seen
+	if p >= 0 && p < maxDenseProcess {
+		if int(p) >= len(t.dense) {
+			t.dense = append(t.dense, make([][]seen, int(p)+1-len(t.dense))...)
+		}
+		row = &t.dense[p]
+	} else {
+		if t.other == nil {
+			t.other = make(map[history.Process][]seen)
+		}
+		r := t.other[p]
+		row = &r
+		defer func() { t.other[p] = r }()
+	}
+	if col >= len(*row) {
+		*row = append(*row, make([]seen, max(col+1, len(t.ix.keys))-len(*row))...)
+	}
+	return &(*row)[col]
+}
+
+// forget drops process p's places on every key.
+func (t *procSeen) forget(p history.Process) {
+	if p >= 0 && p < maxDenseProcess {
+		if int(p) < len(t.dense) {
+			clear(t.dense[p])
+		}
+		return
+	}
+	clear(t.other[p])
 }
 
 func hasPoll(c *call) bool {

@@ -68,13 +68,35 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 	}
 	ix.stats.Ops = len(ops)
 	col := newCollector(opts.MaxExamples)
+	// porcupine's per-key checks run on their workers meanwhile: they only
+	// read the index, and their findings join the collector afterwards, in
+	// key order, where they always did.
+	linear := ix.startLinear(&opts)
+	// So do the figures, which read the index and report nothing to col.
+	var avail Availability
+	var groups []GroupFigures
+	figures := make(chan struct{})
+	go func() {
+		defer close(figures)
+		avail, groups = availability(ix), groupFigures(ix)
+	}()
+	// And checkOrder, whose anomalies (nonmonotonic-send, nonmonotonic-poll,
+	// poll-skip) no other check reports: its own collector joins col whole.
+	orderCol := newCollector(opts.MaxExamples)
+	order := make(chan struct{})
+	go func() {
+		defer close(order)
+		checkOrder(ix, orderCol)
+	}()
 	checkWrites(ix, col)
-	checkOrder(ix, col)
 	checkGroups(ix, col)
 	checkCommitRegression(ix, col)
 	checkMinISR(ix, col, cfg, opts.Metadata)
 	txnWarnings := append(checkTxns(ix, col), checkEOS(ix, col)...)
-	lin, warnings := ix.checkLinear(col, &opts)
+	<-order
+	col.merge(orderCol)
+	<-figures
+	lin, warnings := linear(col)
 	warnings = append(warnings, txnWarnings...)
 
 	res := Result{
@@ -85,8 +107,8 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 		Allowed:         map[string]string{},
 		Expected:        Expect(cfg),
 		Linearizability: lin,
-		Availability:    availability(ix),
-		Groups:          groupFigures(ix),
+		Availability:    avail,
+		Groups:          groups,
 		Stats:           ix.stats,
 		Warnings:        warnings,
 	}
@@ -138,14 +160,10 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-// checkLinear runs porcupine on every key, Workers at a time.
-func (ix *index) checkLinear(col *collector, opts *Options) (map[string]KeyLinearizability, []string) {
-	type outcome struct {
-		res KeyLinearizability
-		ex  *Example
-		err error
-	}
-	outcomes := make([]outcome, len(ix.order))
+// startLinear runs porcupine on every key, Workers at a time; the function
+// it returns waits for them and adds their findings to col in key order.
+func (ix *index) startLinear(opts *Options) func(col *collector) (map[string]KeyLinearizability, []string) {
+	outcomes := make([]linOutcome, len(ix.order))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < min(opts.Workers, max(len(ix.order), 1)); w++ {
@@ -155,7 +173,7 @@ func (ix *index) checkLinear(col *collector, opts *Options) (map[string]KeyLinea
 			for i := range next {
 				k := ix.keys[ix.order[i]]
 				res, hist, win := ix.checkKeyLinear(k, opts)
-				o := outcome{res: res}
+				o := linOutcome{res: res}
 				if win != nil {
 					ex := ix.linExample(k, win, 32)
 					if opts.OutDir != "" {
@@ -169,11 +187,27 @@ func (ix *index) checkLinear(col *collector, opts *Options) (map[string]KeyLinea
 			}
 		}()
 	}
-	for i := range ix.order {
-		next <- i
+	go func() {
+		for i := range ix.order {
+			next <- i
+		}
+		close(next)
+	}()
+	return func(col *collector) (map[string]KeyLinearizability, []string) {
+		wg.Wait()
+		return ix.mergeLinear(col, outcomes)
 	}
-	close(next)
-	wg.Wait()
+}
+
+// linOutcome is one key's porcupine verdict.
+type linOutcome struct {
+	res KeyLinearizability
+	ex  *Example
+	err error
+}
+
+// mergeLinear adds the keys' outcomes to col in key order.
+func (ix *index) mergeLinear(col *collector, outcomes []linOutcome) (map[string]KeyLinearizability, []string) {
 	lin := make(map[string]KeyLinearizability, len(ix.order))
 	var warnings []string
 	for i, name := range ix.order {

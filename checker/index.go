@@ -50,10 +50,11 @@ type obs struct {
 // keyIndex gathers one key's sends, reads and per-offset table.
 type keyIndex struct {
 	name      string
+	id        int // 0, 1, ... in the order keys were met
 	slots     []slot
 	conflicts map[int64][]obs // offset -> values other than slots[offset].value
 	sends     []sendRec
-	byValue   map[int64]int32 // value -> position in sends
+	byValue   valueIndex // value -> position in sends
 	polls     []pollRec
 	// maxRead is the highest offset any poll read; -1 if none.
 	maxRead int64
@@ -65,6 +66,9 @@ type keyIndex struct {
 	// lastPollEnd is the latest completion of a poll that read the key (-1:
 	// none); built by finish.
 	lastPollEnd int64
+	// firstOffsets[si] backs sends[si].offsets while it holds one offset
+	// (one allocation for the key, not one per send).
+	firstOffsets []int64
 	// readAbove[o] is the earliest completion of a poll that read an offset
 	// above o (-1: none); built on first use by firstReadAbove.
 	readAbove []int64
@@ -104,7 +108,7 @@ func (k *keyIndex) firstReadAbove(ix *index, o int64) int64 {
 }
 
 func newKeyIndex(name string) *keyIndex {
-	return &keyIndex{name: name, byValue: make(map[int64]int32), maxRead: -1}
+	return &keyIndex{name: name, maxRead: -1}
 }
 
 func (k *keyIndex) observe(offset, value int64, c int32, read bool) error {
@@ -199,6 +203,7 @@ func (ix *index) key(name string) *keyIndex {
 	k, ok := ix.keys[name]
 	if !ok {
 		k = newKeyIndex(name)
+		k.id = len(ix.keys)
 		ix.keys[name] = k
 		ix.order = append(ix.order, name)
 	}
@@ -211,7 +216,8 @@ func buildIndex(calls []call) (*index, error) {
 	ix := &index{calls: calls, keys: make(map[string]*keyIndex)}
 	// Count sends per key first so each key's value map is sized once
 	// instead of rehashing as it grows.
-	perKey := make(map[string]int)
+	type count struct{ n, dense int }
+	perKey := make(map[string]*count)
 	for ci := range calls {
 		c := &calls[ci]
 		if c.event || c.proc == history.Nemesis {
@@ -219,14 +225,23 @@ func buildIndex(calls []call) (*index, error) {
 		}
 		for _, m := range c.mops() {
 			if m.Kind == history.MopSend {
-				perKey[m.Key]++
+				n := perKey[m.Key]
+				if n == nil {
+					n = &count{}
+					perKey[m.Key] = n
+				}
+				n.n++
+				if m.Value >= 0 && m.Value < maxDenseValue {
+					n.dense = max(n.dense, int(m.Value)+1)
+				}
 			}
 		}
 	}
 	for name, n := range perKey {
 		k := ix.key(name)
-		k.byValue = make(map[int64]int32, n)
-		k.sends = make([]sendRec, 0, n)
+		k.byValue = newValueIndex(n.n, n.dense)
+		k.sends = make([]sendRec, 0, n.n)
+		k.firstOffsets = make([]int64, n.n)
 	}
 	slices.Sort(ix.order) // map order above is random; keep output deterministic
 	for ci := range calls {
@@ -243,7 +258,7 @@ func buildIndex(calls []call) (*index, error) {
 			if c.f == history.FTxn {
 				k.txn = true
 			}
-			if prev, dup := k.byValue[m.Value]; dup {
+			if prev, dup := k.byValue.get(m.Value); dup {
 				return nil, &InputError{c.index, c.pos, fmt.Sprintf("value %d sent to key %q twice (also by op %d); values must be unique per key",
 					m.Value, m.Key, calls[k.sends[prev].call].index)}
 			}
@@ -251,14 +266,13 @@ func buildIndex(calls []call) (*index, error) {
 			if c.typ == history.OK && m.Offset >= 0 {
 				ack = m.Offset
 			}
-			k.byValue[m.Value] = int32(len(k.sends))
+			k.byValue.put(m.Value, int32(len(k.sends)))
 			k.sends = append(k.sends, sendRec{call: int32(ci), value: m.Value, ack: ack, reader: -1})
 			if ack >= 0 {
 				if err := k.observe(ack, m.Value, int32(ci), false); err != nil {
 					return nil, &InputError{c.cindex, c.pos, err.Error()}
 				}
-				s := &k.sends[len(k.sends)-1]
-				s.offsets = append(s.offsets, ack)
+				k.addOffset(int32(len(k.sends)-1), ack)
 			}
 		}
 	}
@@ -288,7 +302,7 @@ func buildIndex(calls []call) (*index, error) {
 					if err := k.observe(r.Offset, r.Value, int32(ci), true); err != nil {
 						return nil, &InputError{c.cindex, c.pos, err.Error()}
 					}
-					si, ok := k.byValue[r.Value]
+					si, ok := k.byValue.get(r.Value)
 					if !ok {
 						continue // a value nobody sent: the linearizability check names it
 					}
@@ -297,7 +311,7 @@ func buildIndex(calls []call) (*index, error) {
 						s.read, s.reader = true, int32(ci)
 					}
 					if !containsInt(s.offsets, r.Offset) {
-						s.offsets = append(s.offsets, r.Offset)
+						k.addOffset(si, r.Offset)
 					}
 				}
 			}
@@ -310,6 +324,17 @@ func buildIndex(calls []call) (*index, error) {
 	return ix, nil
 }
 
+// addOffset appends o to sends[si].offsets.
+func (k *keyIndex) addOffset(si int32, o int64) {
+	s := &k.sends[si]
+	if s.offsets == nil && int(si) < len(k.firstOffsets) {
+		s.offsets = k.firstOffsets[si : si+1 : si+1] // a second offset reallocates
+		s.offsets[0] = o
+		return
+	}
+	s.offsets = append(s.offsets, o)
+}
+
 func containsInt(xs []int64, x int64) bool {
 	for _, v := range xs {
 		if v == x {
@@ -317,4 +342,46 @@ func containsInt(xs []int64, x int64) bool {
 		}
 	}
 	return false
+}
+
+// maxDenseValue bounds the values a valueIndex keeps in its table: the
+// workloads number each key's values 1, 2, 3, ...
+const maxDenseValue = 1 << 26
+
+// valueIndex maps a key's sent values to their positions in its sends: a
+// table for small non-negative values (the workloads' per-key counters),
+// a map for any other.
+type valueIndex struct {
+	dense []int32 // dense[v] is the position + 1; 0: not sent
+	other map[int64]int32
+}
+
+// newValueIndex has room for n sends, values below dense in the table. A
+// table far larger than the sends (sparse values) is not made: those
+// values go to the map.
+func newValueIndex(n, dense int) valueIndex {
+	if dense > 4*n+1024 {
+		dense = 4*n + 1024
+	}
+	return valueIndex{dense: make([]int32, dense)}
+}
+
+func (vi *valueIndex) get(v int64) (int32, bool) {
+	if v >= 0 && v < int64(len(vi.dense)) {
+		p := vi.dense[v]
+		return p - 1, p > 0
+	}
+	p, ok := vi.other[v]
+	return p, ok
+}
+
+func (vi *valueIndex) put(v int64, pos int32) {
+	if v >= 0 && v < int64(len(vi.dense)) {
+		vi.dense[v] = pos + 1
+		return
+	}
+	if vi.other == nil {
+		vi.other = make(map[int64]int32)
+	}
+	vi.other[v] = pos
 }

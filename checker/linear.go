@@ -3,6 +3,7 @@ package checker
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,23 +145,28 @@ func (w *linWindow) size() int {
 // keyWindows builds the windows of one key.
 func (ix *index) keyWindows(k *keyIndex, window int) []linWindow {
 	n := int64(len(k.slots))
+	// sendAt[o]: the send whose value is the one known at o; -1 if none.
+	sendAt := make([]int32, n)
+	for o := range sendAt {
+		sendAt[o] = -1
+		if s := &k.slots[o]; s.first >= 0 {
+			if si, ok := k.byValue.get(s.value); ok {
+				sendAt[o] = si
+			}
+		}
+	}
 	writer := func(o int64) (int32, bool) {
-		s := k.slots[o]
-		if s.first < 0 {
-			return -1, false
+		if si := sendAt[o]; si >= 0 {
+			return k.sends[si].call, true
 		}
-		si, ok := k.byValue[s.value]
-		if !ok {
-			return -1, false
-		}
-		return k.sends[si].call, true
+		return -1, false
 	}
 	// occurrenceEnd: the latest instant the record at o can have been
 	// appended by its writer's call ci: the call's end, except for a copy
 	// of an acknowledged send at another offset than the acknowledged one,
 	// which a late request can append at any time after the send began.
 	occurrenceEnd := func(o int64, ci int32) int64 {
-		si := k.byValue[k.slots[o].value]
+		si := sendAt[o]
 		if ack := k.sends[si].ack; ack >= 0 && ack != o {
 			return never
 		}
@@ -178,15 +184,10 @@ func (ix *index) keyWindows(k *keyIndex, window int) []linWindow {
 			}
 		}
 	}
-	// Elements placed by offset: gathered, then counting-sorted into one slice
-	// (one allocation, not one per offset).
-	elems := make([]linOp, 0, n+int64(len(k.polls)))
-	for o := int64(0); o < n; o++ {
-		if ci, ok := writer(o); ok {
-			c := &ix.calls[ci]
-			elems = append(elems, linOp{linInput{linSend, o, k.slots[o].value, ci}, c.start, occurrenceEnd(o, ci), c.proc})
-		}
-	}
+	// Elements placed by offset, counting-sorted into one slice (one
+	// allocation, not one per offset): offset o's are
+	// sorted[starts[o]:starts[o+1]], its send first, then its polls in
+	// history order.
 	var fills []linOp
 	for si := range k.sends {
 		s := &k.sends[si]
@@ -195,31 +196,43 @@ func (ix *index) keyWindows(k *keyIndex, window int) []linWindow {
 			fills = append(fills, linOp{linInput{linFill, -1, s.value, s.call}, c.start, c.end, c.proc})
 		}
 	}
-	for _, p := range k.polls {
-		c := &ix.calls[p.call]
+	pollHi := make([]int64, len(k.polls)) // highest offset read consistently; -1: none
+	starts := make([]int32, n+1)
+	for o := int64(0); o < n; o++ {
+		if sendAt[o] >= 0 {
+			starts[o+1]++
+		}
+	}
+	for pi, p := range k.polls {
 		hi := int64(-1)
 		for _, r := range p.recs {
 			if k.slots[r.Offset].value == r.Value {
 				hi = max(hi, r.Offset)
 			}
 		}
+		pollHi[pi] = hi
 		if hi >= 0 {
-			elems = append(elems, linOp{linInput{linPoll, hi, 0, p.call}, c.start, c.end, c.proc})
+			starts[hi+1]++
 		}
-	}
-	// Offset o's elements are sorted[starts[o]:starts[o+1]].
-	starts := make([]int32, n+1)
-	for _, e := range elems {
-		starts[e.in.offset+1]++
 	}
 	for o := int64(0); o < n; o++ {
 		starts[o+1] += starts[o]
 	}
-	sorted := make([]linOp, len(elems))
+	sorted := make([]linOp, starts[n])
 	fill := slices.Clone(starts[:n])
-	for _, e := range elems {
-		sorted[fill[e.in.offset]] = e
-		fill[e.in.offset]++
+	for o := int64(0); o < n; o++ {
+		if ci, ok := writer(o); ok {
+			c := &ix.calls[ci]
+			sorted[fill[o]] = linOp{linInput{linSend, o, k.slots[o].value, ci}, c.start, occurrenceEnd(o, ci), c.proc}
+			fill[o]++
+		}
+	}
+	for pi, p := range k.polls {
+		if hi := pollHi[pi]; hi >= 0 {
+			c := &ix.calls[p.call]
+			sorted[fill[hi]] = linOp{linInput{linPoll, hi, 0, p.call}, c.start, c.end, c.proc}
+			fill[hi]++
+		}
 	}
 	// earliest[o]: the earliest instant send(o) can take effect (greedy along the chain).
 	earliest := make([]int64, irregular)
@@ -284,6 +297,9 @@ func (ix *index) checkKeyLinear(k *keyIndex, opts *Options) (KeyLinearizability,
 			res.Note = fmt.Sprintf("time budget of %v spent after %d of %d windows", opts.KeyTimeout, wi, len(windows))
 			return res, nil, nil
 		}
+		if chainLinearizable(w) {
+			continue
+		}
 		hist := toPorcupine(w)
 		switch porcupine.CheckOperationsTimeout(ix.logModel(k, w.init), hist, left) {
 		case porcupine.Ok:
@@ -299,6 +315,52 @@ func (ix *index) checkKeyLinear(k *keyIndex, opts *Options) (KeyLinearizability,
 		}
 	}
 	return res, nil, nil
+}
+
+// chainLinearizable decides a window without indeterminate sends (fills)
+// directly, as porcupine would, in one pass: true means porcupine would
+// find the window linearizable; false means "ask porcupine" (which then
+// finds it illegal, or decides a window with fills).
+//
+// Without fills the model leaves no choice: the sends must take effect in
+// offset order from w.init on (the barrier first), so their offsets must be
+// init, init+1, ... each once; a poll up to offset m must come after
+// send(m). porcupine's order is real time with closed intervals (an op
+// whose call equals another's return overlaps it), so the window is
+// linearizable iff there are points p in [start, end] for every op,
+// non-decreasing along the send chain, with each poll's point at or after
+// its send's. Taking every send's point as early as possible, p(o) =
+// max(p(o-1), start(o)), is then optimal: it fails only if some p(o) >
+// end(o), or some poll ends before p(m). TestChainAgreesWithPorcupine
+// compares the two on perturbed histories.
+func chainLinearizable(w *linWindow) bool {
+	l := w.init
+	p := int64(math.MinInt64)
+	step := func(o *linOp) bool {
+		switch o.in.kind {
+		case linSend:
+			if o.in.offset != l {
+				return false
+			}
+			p = max(p, o.start)
+			l++
+			return p <= o.end
+		case linPoll:
+			// ops are sorted by offset, an offset's send before its polls:
+			// the send just taken is send(m).
+			return o.in.offset == l-1 && p <= o.end
+		}
+		return false
+	}
+	if w.barrier != nil && !step(w.barrier) {
+		return false
+	}
+	for i := range w.ops {
+		if !step(&w.ops[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // toPorcupine converts a window; inputs point into the window's elements so

@@ -71,23 +71,29 @@ const afterAppendErr = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 // pair turns lines into calls in completion order. An invoke still pending at
 // the end of the history becomes an Info call (the harness stopped waiting).
 func pair(ops []history.Op) ([]call, error) {
-	calls := make([]call, 0, len(ops)/2+1)
-	pending := make(map[history.Process]int) // process -> position of its open invoke
+	n := 0 // completions and events: one call each
+	for i := range ops {
+		if ops[i].Type != history.Invoke {
+			n++
+		}
+	}
+	calls := make([]call, 0, n+1)
+	var pending pendingInvokes // process -> position of its open invoke
 	for i := range ops {
 		op := &ops[i]
 		if op.Type == history.Invoke {
-			if j, ok := pending[op.Process]; ok {
+			if j, ok := pending.get(op.Process); ok {
 				if op.Process == history.Nemesis {
 					// The nemesis may overlap its own operations; keep the latest.
-					pending[op.Process] = i
+					pending.set(op.Process, i)
 					continue
 				}
 				return nil, &InputError{op.Index, i, fmt.Sprintf("process %v invokes %q while op %d is still open (a process runs one operation at a time)", op.Process, op.F, ops[j].Index)}
 			}
-			pending[op.Process] = i
+			pending.set(op.Process, i)
 			continue
 		}
-		j, open := pending[op.Process]
+		j, open := pending.get(op.Process)
 		if !open || ops[j].F != op.F {
 			if !standalone(op) {
 				if open {
@@ -99,7 +105,7 @@ func pair(ops []history.Op) ([]call, error) {
 				typ: op.Type, start: op.Time, end: op.Time, endSeen: op.Time, op: op, event: true})
 			continue
 		}
-		delete(pending, op.Process)
+		pending.del(op.Process)
 		inv := &ops[j]
 		if op.Time < inv.Time {
 			return nil, &InputError{op.Index, i, fmt.Sprintf("completes at time %d before its invoke %d at %d", op.Time, inv.Index, inv.Time)}
@@ -115,10 +121,7 @@ func pair(ops []history.Op) ([]call, error) {
 		calls = append(calls, c)
 	}
 	// Invokes never completed, in input order so results are deterministic.
-	var open []int
-	for _, j := range pending {
-		open = append(open, j)
-	}
+	open := pending.all()
 	slices.Sort(open)
 	for _, j := range open {
 		inv := &ops[j]
@@ -126,4 +129,59 @@ func pair(ops []history.Op) ([]call, error) {
 			typ: history.Info, start: inv.Time, end: never, endSeen: inv.Time, op: inv, inv: inv})
 	}
 	return calls, nil
+}
+
+// maxDenseProcess bounds the client ids pendingInvokes keeps in its table.
+const maxDenseProcess = 1 << 16
+
+// pendingInvokes maps a process to the position of its open invoke: a
+// table for the nemesis and client ids below maxDenseProcess (the
+// harness numbers them from 0), a map for the rest.
+type pendingInvokes struct {
+	dense []int // dense[p+1] is the position + 1; 0: none
+	other map[history.Process]int
+}
+
+func (p *pendingInvokes) get(proc history.Process) (int, bool) {
+	if i := int(proc) + 1; i >= 0 && i < len(p.dense) {
+		return p.dense[i] - 1, p.dense[i] > 0
+	}
+	j, ok := p.other[proc]
+	return j, ok
+}
+
+func (p *pendingInvokes) set(proc history.Process, pos int) {
+	if i := int(proc) + 1; i >= 0 && i <= maxDenseProcess {
+		if i >= len(p.dense) {
+			p.dense = append(p.dense, make([]int, i+1-len(p.dense))...)
+		}
+		p.dense[i] = pos + 1
+		return
+	}
+	if p.other == nil {
+		p.other = make(map[history.Process]int)
+	}
+	p.other[proc] = pos
+}
+
+func (p *pendingInvokes) del(proc history.Process) {
+	if i := int(proc) + 1; i >= 0 && i < len(p.dense) {
+		p.dense[i] = 0
+		return
+	}
+	delete(p.other, proc)
+}
+
+// all is every open invoke's position, in no order.
+func (p *pendingInvokes) all() []int {
+	var out []int
+	for _, j := range p.dense {
+		if j > 0 {
+			out = append(out, j-1)
+		}
+	}
+	for _, j := range p.other {
+		out = append(out, j)
+	}
+	return out
 }

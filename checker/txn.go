@@ -82,7 +82,7 @@ type rawEdge struct {
 
 // writerNode is the graph node of the call that sent value v to k, or -1.
 func (ix *index) writerNode(g *txnGraph, k *keyIndex, v int64) int32 {
-	si, ok := k.byValue[v]
+	si, ok := k.byValue.get(v)
 	if !ok {
 		return -1
 	}
@@ -478,7 +478,7 @@ func countUncommittedAborted(ix *index) {
 					continue
 				}
 				for _, r := range kr.Records {
-					if si, ok := k.byValue[r.Value]; ok && ix.calls[k.sends[si].call].typ == history.Fail {
+					if si, ok := k.byValue.get(r.Value); ok && ix.calls[k.sends[si].call].typ == history.Fail {
 						ix.stats.UncommittedAbortedReads++
 					}
 				}
@@ -506,7 +506,7 @@ func checkTorn(ix *index, col *collector) {
 			if k == nil {
 				continue
 			}
-			si, ok := k.byValue[m.Value]
+			si, ok := k.byValue.get(m.Value)
 			if !ok {
 				continue
 			}
@@ -575,7 +575,7 @@ func checkIntermediate(ix *index, col *collector) {
 				end = max(end, r.Offset)
 			}
 			for _, r := range p.recs {
-				si, ok := k.byValue[r.Value]
+				si, ok := k.byValue.get(r.Value)
 				if !ok {
 					continue
 				}

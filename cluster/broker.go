@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
 	"gregor/cluster/wire"
+	"gregor/internal/fsys"
 )
 
 type tp struct {
@@ -73,7 +73,9 @@ func Start(cfg Config) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	cfg.FS = fsys.Or(cfg.FS)
+	cfg.Storage.FS = cfg.FS
+	if err := cfg.FS.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), partitions: map[tp]*replica.Partition{},
@@ -81,6 +83,17 @@ func Start(cfg Config) (*Broker, error) {
 	b.rcfg = replica.Config{NodeID: cfg.NodeID, ReplicaLagMax: cfg.ReplicaLagMax, Bugs: cfg.Bugs, Logger: b.log, Stats: &b.stats}
 	if len(cfg.Peers) > 0 {
 		b.rcfg.AlterISR = func(ctx context.Context, p meta.Partition, newISR []int32) {
+			// The request ends with the broker: nothing of a stopped
+			// broker keeps running (the simulation's kill relies on it).
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() {
+				select {
+				case <-b.stop:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			b.mu.RLock()
 			q := b.q
 			b.mu.RUnlock()
@@ -99,7 +112,11 @@ func Start(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("advertised address %q: %w (give host:port)", cfg.Advertise, err)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	b.net = cfg.Net
+	if b.net == nil {
+		b.net = faultnet.New(host)
+	}
+	ln, err := b.net.Network().Listen(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
@@ -110,11 +127,10 @@ func Start(cfg Config) (*Broker, error) {
 	port, _ := strconv.Atoi(portStr)
 	b.ln = ln
 
-	if b.pids, err = openProducerIDs(cfg.DataDir, cfg.NodeID); err != nil {
+	if b.pids, err = openProducerIDs(cfg.FS, cfg.DataDir, cfg.NodeID); err != nil {
 		ln.Close()
 		return nil, err
 	}
-	b.net = faultnet.New(host)
 	if len(cfg.Peers) == 0 {
 		if b.meta, err = openLocalMeta(&b.cfg, host, int32(port)); err != nil {
 			ln.Close()
@@ -131,13 +147,16 @@ func Start(cfg Config) (*Broker, error) {
 	b.txns = b.startTxns()
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	b.stopWatch = stopWatch
-	b.wg.Add(3)
-	go func() {
-		defer b.wg.Done()
-		b.net.Watch(watchCtx, filepath.Join(cfg.DataDir, faultnet.FileName), 50*time.Millisecond, func(err error) {
-			b.log.Warn("reading network faults", "err", err)
-		})
-	}()
+	if cfg.Net == nil {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.net.Watch(watchCtx, filepath.Join(cfg.DataDir, faultnet.FileName), 50*time.Millisecond, func(err error) {
+				b.log.Warn("reading network faults", "err", err)
+			})
+		}()
+	}
+	b.wg.Add(2)
 	go func() {
 		defer b.wg.Done()
 		if err := b.server.Serve(b.net.Listener(ln)); err != nil {
@@ -196,6 +215,16 @@ func (b *Broker) powerCut() error {
 	b.cutPower = true
 	return b.shutdown(false)
 }
+
+// Crash is crash for runtimes that hold brokers in their own process (the
+// simulation's kill): every goroutine of the broker ends, nothing is handed
+// over.
+func (b *Broker) Crash() error { return b.crash() }
+
+// PowerCut is powerCut for runtimes that hold brokers in their own process
+// (the simulation's kill of a --lazyfs node): a crash that loses every write
+// not yet durable.
+func (b *Broker) PowerCut() error { return b.powerCut() }
 
 func (b *Broker) shutdown(controlled bool) error {
 	select {
@@ -353,7 +382,7 @@ func (b *Broker) apply(im *meta.Image) error {
 		}
 		p.Close()
 		delete(b.partitions, k)
-		if err := os.RemoveAll(partitionDir(b.cfg.DataDir, k.topic, k.index)); err != nil {
+		if err := b.cfg.FS.RemoveAll(partitionDir(b.cfg.DataDir, k.topic, k.index)); err != nil {
 			b.log.Warn("removing deleted partition", "topic", k.topic, "partition", k.index, "err", err)
 		}
 	}

@@ -10,11 +10,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hashicorp/raft"
+
+	"gregor/cluster/faultnet"
 	"gregor/cluster/group"
 	"gregor/cluster/meta"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
+	"gregor/internal/fsys"
 )
 
 // Config is one broker's configuration. Names follow Kafka's where one exists.
@@ -80,6 +84,20 @@ type Config struct {
 	// Txn configures the transaction coordinator (__transaction_state
 	// partitions, timeout checks); zero values take txn.Config's defaults.
 	Txn txn.Config
+
+	// Net, when set, is the fault layer every connection of the broker goes
+	// through, and through it the network (faultnet.NewOn over the
+	// simulation's in-memory faultnet.Mem); its owner sets its rules, and
+	// <data>/netfaults.json is not read. Nil: the host's sockets under a
+	// layer driven by that file (the process runtime's).
+	Net *faultnet.Layer
+
+	// FS holds the broker's data directory (nil: the host's files; the
+	// simulation's is fsys.Mem). RaftSnapshots, when set, keeps the
+	// controller's raft snapshots instead of files in the data directory
+	// (the simulation keeps them in memory across the node's restarts).
+	FS            fsys.FS
+	RaftSnapshots raft.SnapshotStore
 
 	// MetricsListen serves GET /metrics (Prometheus text) when set.
 	MetricsListen string

@@ -15,6 +15,7 @@ import (
 	"gregor/cluster/meta"
 	"gregor/cluster/wire"
 	"gregor/internal/atomicfile"
+	"gregor/internal/fsys"
 )
 
 // localMeta is the metadata of a single-broker cluster: this broker is the
@@ -43,7 +44,7 @@ func openLocalMeta(cfg *Config, host string, port int32) (*localMeta, error) {
 	im.ControllerID = cfg.NodeID
 	im.Brokers[cfg.NodeID] = meta.Broker{ID: cfg.NodeID, Host: host, Port: port}
 	var topics []persistedTopic
-	if b, err := os.ReadFile(m.path); err == nil {
+	if b, err := fsys.Or(cfg.FS).ReadFile(m.path); err == nil {
 		if err := json.Unmarshal(b, &topics); err != nil {
 			return nil, fmt.Errorf("reading %s: %w (delete it to start with no topics)", m.path, err)
 		}
@@ -91,7 +92,7 @@ func (m *localMeta) persist() error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(m.path, b, 0o644)
+	return atomicfile.WriteFileFS(fsys.Or(m.cfg.FS), m.path, b, 0o644)
 }
 
 // next publishes a modified copy of the image.

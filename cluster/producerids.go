@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"gregor/internal/atomicfile"
+	"gregor/internal/fsys"
 )
 
 // producerIDBlock is how many ids are reserved on disk at a time: a restart
@@ -20,6 +21,7 @@ const producerIDBlock = 1000
 // reserved on disk before use keeps one broker's restarts apart.
 type producerIDs struct {
 	mu   sync.Mutex
+	fs   fsys.FS
 	path string
 	node int64
 	// Invariant: 0 <= next <= limit, and limit is durably reserved. Both
@@ -30,9 +32,10 @@ type producerIDs struct {
 	next, limit int64
 }
 
-func openProducerIDs(dir string, node int32) (*producerIDs, error) {
-	p := &producerIDs{path: filepath.Join(dir, "producer-id-block"), node: int64(node)}
-	b, err := os.ReadFile(p.path)
+func openProducerIDs(fs fsys.FS, dir string, node int32) (*producerIDs, error) {
+	fs = fsys.Or(fs)
+	p := &producerIDs{fs: fs, path: filepath.Join(dir, "producer-id-block"), node: int64(node)}
+	b, err := fs.ReadFile(p.path)
 	switch {
 	case err == nil:
 		v, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
@@ -55,7 +58,7 @@ func (p *producerIDs) allocate() (int64, error) {
 	defer p.mu.Unlock()
 	if p.next >= p.limit {
 		limit := p.limit + producerIDBlock
-		if err := atomicfile.WriteFile(p.path, []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+		if err := atomicfile.WriteFileFS(p.fs, p.path, []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
 			return 0, err
 		}
 		p.next, p.limit = p.limit, limit

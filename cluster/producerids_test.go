@@ -14,13 +14,13 @@ func TestProducerIDBlockRejectsNegative(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "producer-id-block"), []byte("-5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openProducerIDs(dir, 1); err == nil || !strings.Contains(err.Error(), "delete it") {
+	if _, err := openProducerIDs(nil, dir, 1); err == nil || !strings.Contains(err.Error(), "delete it") {
 		t.Fatalf("negative block: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "producer-id-block"), []byte("2000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := openProducerIDs(dir, 1)
+	p, err := openProducerIDs(nil, dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

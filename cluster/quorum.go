@@ -111,13 +111,13 @@ func (b *Broker) startQuorum(host string, port int32) (*quorum, error) {
 	if self == nil {
 		return nil, fmt.Errorf("node %d is not in --voters: every broker must be a voter (combined mode)", cfg.NodeID)
 	}
-	ln, err := net.Listen("tcp", self.RaftAddr)
+	ln, err := b.net.Listen(self.RaftAddr)
 	if err != nil {
 		return nil, fmt.Errorf("raft listener %s: %w", self.RaftAddr, err)
 	}
 	ctrl, err := controller.New(controller.Config{
 		NodeID: cfg.NodeID, Voters: voters, DataDir: filepath.Join(cfg.DataDir, "controller"),
-		Listener: b.net.Listener(ln), Dial: b.net.Dial,
+		Listener: ln, Dial: b.net.Dial, FS: cfg.FS, Snapshots: cfg.RaftSnapshots,
 		HeartbeatTimeout: cfg.RaftTimeout, ElectionTimeout: cfg.RaftTimeout,
 		SessionTimeout: cfg.SessionTimeout, ClusterID: cfg.ClusterID,
 		UncleanElectionDefault: cfg.Unclean, DefaultPartitions: cfg.DefaultPartitions,

@@ -230,8 +230,16 @@ func (l internalLog) AppendTxn(ctx context.Context, epoch int32, w group.TxnWrit
 	if e != nil {
 		return 0, e
 	}
-	if guard != 0 {
-		tp := txn.TopicPartition{Topic: l.p.Topic, Partition: l.p.Index}
+	// A marker of the previous transaction landing here while the
+	// coordinator is asked retires the guard though the answer may be about
+	// this one: verified anew under a fresh guard, as a produce is
+	// (wire's verifyTxn), a bounded number of times; the append only ever
+	// carries a guard the coordinator answered after.
+	tp := txn.TopicPartition{Topic: l.p.Topic, Partition: l.p.Index}
+	for round := 0; guard != 0; round++ {
+		if round == 4 {
+			return 0, kerr.ConcurrentTransactions // markers keep landing: the client retries
+		}
 		res, e := l.b.VerifyTxn(ctx, w.TransactionalID, w.ProducerID, w.ProducerEpoch, []txn.TopicPartition{tp}, w.AddPartition)
 		if e == nil {
 			e = res[tp]
@@ -239,6 +247,14 @@ func (l internalLog) AppendTxn(ctx context.Context, epoch int32, w group.TxnWrit
 		if e != nil {
 			return 0, e
 		}
+		cur, e := l.p.BeginVerification(w.ProducerID, w.ProducerEpoch, 0, w.AddPartition)
+		if e != nil {
+			return 0, e
+		}
+		if cur == guard || cur == 0 {
+			break // still current, or the transaction is open here now
+		}
+		guard = cur
 	}
 	b := storage.Batch{Timestamp: time.Now().UnixMilli(), ProducerID: w.ProducerID, ProducerEpoch: w.ProducerEpoch,
 		BaseSequence: 0, Attributes: storage.AttrTransactional}

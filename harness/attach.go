@@ -95,21 +95,55 @@ func readSettings(ctx context.Context, bootstrap []string, brokers []int32, topi
 		}
 		return "", false
 	}
-	v, ok := value(rc, ConfigMinISR)
-	if !ok {
-		return nil, fmt.Errorf("DescribeConfigs of topic %s does not give %s: the theory needs it", topic, ConfigMinISR)
+	// One broker's resource: its static configs (replica.lag.time.max.ms)
+	// and the broker-level value of a topic config the topic's own
+	// description lacks.
+	if len(brokers) > 0 {
+		brokers = brokers[:1]
 	}
+	bcs, bErr := adm.DescribeBrokerConfigs(ctx, brokers...)
+	broker := func(name string) (string, bool) {
+		if bErr != nil {
+			return "", false
+		}
+		for _, bc := range bcs {
+			if bc.Err == nil {
+				if v, ok := value(bc, name); ok {
+					return v, true
+				}
+			}
+		}
+		return "", false
+	}
+	// Kafka describes every topic config with its source; an
+	// implementation that describes fewer gets, for a config the theory
+	// needs, the broker's value, else Kafka's documented default, said so
+	// in the notes (the report) and in test.json's "assumed".
+	setting := func(name, kafkaDefault, flag string) string {
+		if v, ok := value(rc, name); ok {
+			return v
+		}
+		if rec.Assumed == nil {
+			rec.Assumed = map[string]string{}
+		}
+		if v, ok := broker(name); ok {
+			rec.Assumed[name] = "not described for the topic: the broker's value " + v
+			notes = append(notes, fmt.Sprintf("topic %s: %s not described for the topic: the broker's %s assumed (%s sets it at creation)", topic, name, v, flag))
+			return v
+		}
+		rec.Assumed[name] = "not described by the cluster: Kafka default assumed (" + kafkaDefault + ")"
+		notes = append(notes, fmt.Sprintf("topic %s: %s not described by the cluster: Kafka default assumed (%s; %s sets it at creation)", topic, name, kafkaDefault, flag))
+		return kafkaDefault
+	}
+	v := setting(ConfigMinISR, "1", "--min-isr")
 	minISR, err := strconv.Atoi(v)
 	if err != nil {
-		return nil, fmt.Errorf("topic %s: %s=%q: %w", topic, ConfigMinISR, v, err)
+		return nil, fmt.Errorf("topic %s: %s=%q: %w (--min-isr sets it)", topic, ConfigMinISR, v, err)
 	}
-	v, ok = value(rc, ConfigUnclean)
-	if !ok {
-		return nil, fmt.Errorf("DescribeConfigs of topic %s does not give %s: the theory needs it", topic, ConfigUnclean)
-	}
+	v = setting(ConfigUnclean, "false", "--unclean")
 	unclean, err := strconv.ParseBool(v)
 	if err != nil {
-		return nil, fmt.Errorf("topic %s: %s=%q: %w", topic, ConfigUnclean, v, err)
+		return nil, fmt.Errorf("topic %s: %s=%q: %w (--unclean sets it)", topic, ConfigUnclean, v, err)
 	}
 	if minISR != rec.MinISR || unclean != rec.Unclean {
 		notes = append(notes, fmt.Sprintf("the cluster runs topic %s with %s=%d, %s=%v (asked %d, %v): the check uses the cluster's",
@@ -123,17 +157,9 @@ func readSettings(ctx context.Context, bootstrap []string, brokers []int32, topi
 	// defaults); a cluster that does not answer it leaves the record
 	// without one (the min-ISR check then runs without that bound).
 	rec.ReplicaLagMax = 0
-	if len(brokers) > 0 {
-		brokers = brokers[:1]
-	}
-	if bcs, err := adm.DescribeBrokerConfigs(ctx, brokers...); err == nil {
-		for _, bc := range bcs {
-			if v, ok := value(bc, configLagMax); ok && bc.Err == nil {
-				if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
-					rec.ReplicaLagMax = history.Duration(time.Duration(ms) * time.Millisecond)
-					break
-				}
-			}
+	if v, ok := broker(configLagMax); ok {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+			rec.ReplicaLagMax = history.Duration(time.Duration(ms) * time.Millisecond)
 		}
 	}
 	if rec.ReplicaLagMax == 0 {

@@ -19,6 +19,10 @@ type Config struct {
 	// Partitions per topic.
 	Partitions int  `json:"partitions"`
 	Unclean    bool `json:"unclean"` // unclean.leader.election.enable
+	// Assumed names the topic configs a foreign cluster did not describe
+	// (external runtime), each with the value taken instead: the broker's,
+	// or Kafka's documented default.
+	Assumed map[string]string `json:"assumed,omitempty"`
 	// Idempotence is enable.idempotence of the producers.
 	Idempotence bool `json:"idempotence"`
 	// MaxInFlight is max.in.flight.requests.per.connection of the producers

@@ -23,6 +23,8 @@ type decoder struct {
 	// Invariant: len(intern) <= maxInterned, so hostile input cannot grow it without bound
 	// (makeString, its one writer, stops adding at the bound).
 	intern map[string]string
+	// skipOnly turns off parsing a value in place (tests compare the two).
+	skipOnly bool
 }
 
 const maxInterned = 1 << 16
@@ -69,12 +71,23 @@ func (d *decoder) expect(c byte) error {
 
 // parseOp parses a whole line holding one object.
 func (d *decoder) parseOp(b []byte) (Op, error) {
+	var op Op
+	err := d.parseOpInto(b, &op)
+	return op, err
+}
+
+// parseOpInto is parseOp writing into *op (all of it), so a reader filling
+// a slice of Ops copies none.
+func (d *decoder) parseOpInto(b []byte, op *Op) error {
 	d.b, d.i = b, 0
-	op := Op{Index: -1, Time: -1, Process: -2}
+	*op = Op{Index: -1, Time: -1, Process: -2}
 	var raw []byte
 	haveValue := false
+	// parsedAs is the f whose shape the value was parsed in place with
+	// (when f came first, as writers put it); "" when it was only skipped.
+	parsedAs := ""
 	if err := d.expect('{'); err != nil {
-		return op, err
+		return err
 	}
 	if d.peek() == '}' {
 		d.i++
@@ -82,55 +95,68 @@ func (d *decoder) parseOp(b []byte) (Op, error) {
 		for {
 			key, err := d.str(true) // interned: field names repeat on every line
 			if err != nil {
-				return op, fmt.Errorf("field name: %w", err)
+				return fmt.Errorf("field name: %w", err)
 			}
 			if err := d.expect(':'); err != nil {
-				return op, err
+				return err
 			}
 			switch key {
 			case "index":
 				if op.Index, err = d.int(); err != nil {
-					return op, fmt.Errorf("field \"index\": %w", err)
+					return fmt.Errorf("field \"index\": %w", err)
 				}
 			case "time":
 				if op.Time, err = d.int(); err != nil {
-					return op, fmt.Errorf("field \"time\": %w", err)
+					return fmt.Errorf("field \"time\": %w", err)
 				}
 			case "process":
 				if d.peek() == '"' {
 					s, err := d.str(false)
 					if err != nil {
-						return op, fmt.Errorf("field \"process\": %w", err)
+						return fmt.Errorf("field \"process\": %w", err)
 					}
 					if s != "nemesis" {
-						return op, fmt.Errorf("field \"process\": want an integer or \"nemesis\", got %q", s)
+						return fmt.Errorf("field \"process\": want an integer or \"nemesis\", got %q", s)
 					}
 					op.Process = Nemesis
 				} else {
 					n, err := d.int()
 					if err != nil || n < 0 || n > 1<<31 {
-						return op, fmt.Errorf("field \"process\": want an integer >= 0 or \"nemesis\"")
+						return fmt.Errorf("field \"process\": want an integer >= 0 or \"nemesis\"")
 					}
 					op.Process = Process(n)
 				}
 			case "type":
 				s, err := d.str(true)
 				if err != nil {
-					return op, fmt.Errorf("field \"type\": %w", err)
+					return fmt.Errorf("field \"type\": %w", err)
 				}
 				t, ok := ParseType(s)
 				if !ok {
-					return op, fmt.Errorf("field \"type\": want invoke, ok, fail or info, got %q", s)
+					return fmt.Errorf("field \"type\": want invoke, ok, fail or info, got %q", s)
 				}
 				op.Type = t
 			case "f":
 				if op.F, err = d.str(true); err != nil {
-					return op, fmt.Errorf("field \"f\": %w", err)
+					return fmt.Errorf("field \"f\": %w", err)
 				}
 			case "value":
 				start := d.i
-				if err := d.skip(0); err != nil {
-					return op, fmt.Errorf("field \"value\": %w", err)
+				parsedAs = ""
+				if op.F != "" && shapeOf(op.F) != shapeRaw && !d.skipOnly {
+					// Parse it in place, once; on any error go back and
+					// take the general path, so errors read the same.
+					if d.parseValueHere(op, shapeOf(op.F)) == nil {
+						parsedAs = op.F
+					} else {
+						op.Mops, op.Keys, op.Offsets, op.Records = nil, nil, nil, nil
+						d.i = start
+					}
+				}
+				if parsedAs == "" {
+					if err := d.skip(0); err != nil {
+						return fmt.Errorf("field \"value\": %w", err)
+					}
 				}
 				raw = d.b[start:d.i]
 				haveValue = true
@@ -141,16 +167,16 @@ func (d *decoder) parseOp(b []byte) (Op, error) {
 					op.Error, err = d.str(true)
 				}
 				if err != nil {
-					return op, fmt.Errorf("field \"error\": %w", err)
+					return fmt.Errorf("field \"error\": %w", err)
 				}
 			case "group":
 				if op.Group, err = d.str(true); err != nil {
-					return op, fmt.Errorf("field \"group\": %w", err)
+					return fmt.Errorf("field \"group\": %w", err)
 				}
 			default:
 				// Unknown fields are skipped: newer writers may add some.
 				if err := d.skip(0); err != nil {
-					return op, fmt.Errorf("field %q: %w", key, err)
+					return fmt.Errorf("field %q: %w", key, err)
 				}
 			}
 			c := d.peek()
@@ -162,31 +188,32 @@ func (d *decoder) parseOp(b []byte) (Op, error) {
 				d.i++
 				break
 			}
-			return op, d.errorf("want ',' or '}' after a field")
+			return d.errorf("want ',' or '}' after a field")
 		}
 	}
 	d.ws()
 	if d.i != len(d.b) {
-		return op, d.errorf("trailing data after the object")
+		return d.errorf("trailing data after the object")
 	}
 	switch {
 	case op.Index < 0:
-		return op, errors.New("missing or negative \"index\"")
+		return errors.New("missing or negative \"index\"")
 	case op.Time < 0:
-		return op, errors.New("missing or negative \"time\"")
+		return errors.New("missing or negative \"time\"")
 	case op.Process == -2:
-		return op, errors.New("missing \"process\"")
+		return errors.New("missing \"process\"")
 	case op.Type == 0:
-		return op, errors.New("missing \"type\"")
+		return errors.New("missing \"type\"")
 	case op.F == "":
-		return op, errors.New("missing \"f\"")
+		return errors.New("missing \"f\"")
 	}
-	if haveValue {
-		if err := d.parseValue(&op, raw); err != nil {
-			return op, fmt.Errorf("field \"value\" of f %q: %w", op.F, err)
+	if haveValue && parsedAs != op.F {
+		op.Mops, op.Keys, op.Offsets, op.Records = nil, nil, nil, nil
+		if err := d.parseValue(op, raw); err != nil {
+			return fmt.Errorf("field \"value\" of f %q: %w", op.F, err)
 		}
 	}
-	return op, nil
+	return nil
 }
 
 func (d *decoder) parseValue(op *Op, raw []byte) error {
@@ -200,6 +227,11 @@ func (d *decoder) parseValue(op *Op, raw []byte) error {
 	saveB, saveI := d.b, d.i
 	defer func() { d.b, d.i = saveB, saveI }()
 	d.b, d.i = raw, 0
+	return d.parseValueHere(op, shape)
+}
+
+// parseValueHere parses a value of the shape at the current position.
+func (d *decoder) parseValueHere(op *Op, shape valueShape) error {
 	if d.peek() == 'n' {
 		return d.null()
 	}
@@ -501,6 +533,9 @@ func (d *decoder) makeString(s []byte, intern bool) string {
 	if !intern {
 		return string(s)
 	}
+	if v, ok := knownString(s); ok {
+		return v
+	}
 	if v, ok := d.intern[string(s)]; ok {
 		return v
 	}
@@ -662,4 +697,38 @@ func (d *decoder) skip(depth int) error {
 
 func bytesNumber(c byte) bool {
 	return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
+}
+
+// knownString is the format's own vocabulary (field names, types, fs,
+// micro-op names), matched without a map lookup.
+func knownString(s []byte) (string, bool) {
+	switch string(s) {
+	case "index":
+		return "index", true
+	case "time":
+		return "time", true
+	case "process":
+		return "process", true
+	case "type":
+		return "type", true
+	case "f":
+		return "f", true
+	case "value":
+		return "value", true
+	case "error":
+		return "error", true
+	case "invoke":
+		return "invoke", true
+	case "ok":
+		return "ok", true
+	case "fail":
+		return "fail", true
+	case "info":
+		return "info", true
+	case FSend:
+		return FSend, true
+	case FPoll:
+		return FPoll, true
+	}
+	return "", false
 }

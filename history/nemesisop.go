@@ -43,6 +43,29 @@ type NemesisValue struct {
 	// Commands are the fault commands the cluster ran for this operation
 	// (runtime external).
 	Commands []NemesisCommand `json:"commands,omitempty"`
+	// Led are the topic partitions the nodes hit led just before a node
+	// fault was applied, as the nemesis's topology answered then (fault
+	// starts only; absent in histories written before it was recorded and
+	// for faults that hit no node). LedError says why Led is missing or
+	// partial (the topology could not be asked in time).
+	Led      []LedPartition `json:"led,omitempty"`
+	LedError string         `json:"led_error,omitempty"`
+}
+
+// LedPartition is one topic partition a node hit by a fault led when the
+// fault was applied: its leader epoch and ISR from Metadata, and the high
+// watermark its leader answered to ListOffsets (latest, read_uncommitted)
+// just before: every ISR member held the records below it, so acknowledged
+// records at or above it are the ones the followers were not known to
+// hold. At is when the answers arrived (ns on the history's clock).
+type LedPartition struct {
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+	ISR         []int32 `json:"isr"`
+	// HW is nil when the leader did not answer ListOffsets.
+	HW *int64 `json:"hw,omitempty"`
+	At int64  `json:"at"`
 }
 
 // NemesisAction is what a nemesis operation acted on: the nodes it hit, a

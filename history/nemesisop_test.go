@@ -11,6 +11,8 @@ import (
 
 func intp(n int) *int { return &n }
 
+func i64p(n int64) *int64 { return &n }
+
 // Every field of a nemesis value survives NemesisOp -> the history line ->
 // ReadAll -> ParseNemesis.
 func TestNemesisValueRoundTrip(t *testing.T) {
@@ -22,6 +24,9 @@ func TestNemesisValueRoundTrip(t *testing.T) {
 		Broker: "127.0.0.1:9093", Conns: intp(3), LateBytes: intp(512),
 		Commands: []history.NemesisCommand{{Node: 1, Verb: "kill", Command: "ssh n1 pkill -9 java", Exit: -1,
 			Output: "timed out", Duration: "10s", Error: "timed out after 10s"}},
+		Led: []history.LedPartition{{Partition: 2, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 3}, HW: i64p(812), At: 1490},
+			{Partition: 0, Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, At: 1490}},
+		LedError: "partition 1: ListOffsets: timed out",
 	}
 	for _, tc := range []struct {
 		name string
@@ -74,6 +79,9 @@ func TestNemesisValueFixtures(t *testing.T) {
 		{`{"index":90,"time":9706402210,"process":"nemesis","type":"info","f":"partition","value":{"nodes":[1,2,3,4],"groups":[[1],[2,3,4]],"partition":0,"step":0,"target":"leader","shape":"isolate-leader","hold":"5.429907675s"}}`,
 			history.NemesisValue{NemesisAction: history.NemesisAction{Nodes: []int32{1, 2, 3, 4}, Groups: [][]int32{{1}, {2, 3, 4}}, Partition: 0},
 				Step: intp(0), Target: "leader", Shape: "isolate-leader", Hold: "5.429907675s"}},
+		{`{"index":52,"time":7204000000,"process":"nemesis","type":"info","f":"kill","value":{"nodes":[2],"partition":1,"step":1,"target":"leader","hold":"3s","led":[{"partition":1,"leader":2,"leader_epoch":3,"isr":[1,2,3],"hw":1041,"at":7201500000}]}}`,
+			history.NemesisValue{NemesisAction: history.NemesisAction{Nodes: []int32{2}, Partition: 1}, Step: intp(1), Target: "leader", Hold: "3s",
+				Led: []history.LedPartition{{Partition: 1, Leader: 2, LeaderEpoch: 3, ISR: []int32{1, 2, 3}, HW: i64p(1041), At: 7201500000}}}},
 		{`{"index":200,"time":30000000000,"process":"nemesis","type":"info","f":"heal-all","value":{"nodes":[],"partition":-1}}`,
 			history.NemesisValue{NemesisAction: history.NemesisAction{Nodes: []int32{}, Partition: -1}}},
 	} {

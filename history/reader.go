@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 )
 
 // ParseError says which line of a run file (a history, metadata.jsonl) is
@@ -67,10 +68,19 @@ func (r *Reader) Warnings() []string { return r.warnings }
 
 // Next returns the next operation, io.EOF at the end, or a *ParseError.
 func (r *Reader) Next() (Op, error) {
+	var op Op
+	if err := r.next(&op); err != nil {
+		return Op{}, err
+	}
+	return op, nil
+}
+
+// next is Next decoding into *op, which holds garbage after an error.
+func (r *Reader) next(op *Op) error {
 	for !r.done {
 		line, complete, err := r.readLine()
 		if err != nil {
-			return Op{}, err
+			return err
 		}
 		if line == nil {
 			r.done = true
@@ -81,7 +91,7 @@ func (r *Reader) Next() (Op, error) {
 		if len(line) == 0 {
 			continue
 		}
-		op, perr := r.d.parseOp(line)
+		perr := r.d.parseOpInto(line, op)
 		if perr != nil {
 			if !complete {
 				// A write cut short by a crash: tolerate it, the line was never whole.
@@ -89,15 +99,15 @@ func (r *Reader) Next() (Op, error) {
 				r.done = true
 				break
 			}
-			return Op{}, &ParseError{Line: r.line, Msg: perr.Error()}
+			return &ParseError{Line: r.line, Msg: perr.Error()}
 		}
 		if op.Index <= r.lastIdx {
-			return Op{}, &ParseError{Line: r.line, Msg: fmt.Sprintf("index %d does not increase (previous %d)", op.Index, r.lastIdx)}
+			return &ParseError{Line: r.line, Msg: fmt.Sprintf("index %d does not increase (previous %d)", op.Index, r.lastIdx)}
 		}
 		r.lastIdx = op.Index
-		return op, nil
+		return nil
 	}
-	return Op{}, io.EOF
+	return io.EOF
 }
 
 // readLine returns the next line without its newline, whether it ended in a
@@ -132,24 +142,33 @@ func (r *Reader) readLine() ([]byte, bool, error) {
 
 // ReadAll reads a whole history. lines[i] is the line of ops[i].
 func ReadAll(rd io.Reader) (ops []Op, lines []int, warnings []string, err error) {
-	return readAll(rd, 0)
+	hint := 0
+	if l, ok := rd.(interface{ Len() int }); ok { // bytes.Reader, strings.Reader
+		hint = min(l.Len()/100+1, 1<<24)
+	}
+	return readAllParallel(rd, hint, runtime.GOMAXPROCS(0))
 }
 
 // readAll reads a whole history with room for sizeHint ops, so a million-line
-// file is not copied over and over as the slice grows.
+// file is not copied over and over as the slice grows. It is the reference
+// readAllParallel is tested against.
 func readAll(rd io.Reader, sizeHint int) (ops []Op, lines []int, warnings []string, err error) {
 	r := NewReader(rd)
 	ops = make([]Op, 0, sizeHint)
 	lines = make([]int, 0, sizeHint)
 	for {
-		op, err := r.Next()
+		ops = append(ops, Op{})
+		err := r.next(&ops[len(ops)-1])
+		if err != nil {
+			ops[len(ops)-1] = Op{} // drop what a failed line left
+			ops = ops[:len(ops)-1]
+		}
 		if err == io.EOF {
 			return ops, lines, r.Warnings(), nil
 		}
 		if err != nil {
 			return ops, lines, r.Warnings(), err
 		}
-		ops = append(ops, op)
 		lines = append(lines, r.Line())
 	}
 }
@@ -166,7 +185,7 @@ func ReadFile(path string) (ops []Op, lines []int, warnings []string, err error)
 		// ~100 bytes a line; bounded so a huge file cannot reserve absurd memory up front.
 		hint = int(min(st.Size()/100+1, 1<<24))
 	}
-	ops, lines, warnings, err = readAll(f, hint)
+	ops, lines, warnings, err = readAllParallel(f, hint, runtime.GOMAXPROCS(0))
 	warnings, err = inFile(path, warnings, err)
 	return ops, lines, warnings, err
 }

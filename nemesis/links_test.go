@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -234,4 +235,67 @@ func TestRunnerOverlapsAndStorms(t *testing.T) {
 	if n, _ := end["round"].(float64); int(n) != kills {
 		t.Fatalf("storm's end says %v rounds, %d kills", end["round"], kills)
 	}
+}
+
+// slowKillCluster's kill takes until release is closed, or its context
+// ends: a kill the engine is slow to answer.
+type slowKillCluster struct {
+	fakeCluster
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *slowKillCluster) Kill(ctx context.Context, id int32) error {
+	close(s.started)
+	select {
+	case <-s.release:
+		return s.note("kill", id)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A step begun is applied whole: the fault phase's deadline passing during
+// a slow kill does not abandon it (the kill succeeds and is undone); a
+// run's cancellation still ends it at once.
+func TestStepBegunIsAppliedWhole(t *testing.T) {
+	run := func(t *testing.T, ctx context.Context, end func(), fc *slowKillCluster) string {
+		t.Helper()
+		var buf bytes.Buffer
+		h := history.NewWriter(&buf, 0)
+		r := &Runner{Cluster: fc, Topo: StaticTopology{IDs: []int32{1, 2, 3}, Leaders: []int32{2}}, History: h, Epoch: time.Now(), Target: TargetLeader}
+		done := make(chan struct{})
+		go func() { r.Run(ctx, Schedule{{At: 0, Kind: Kill, Hold: time.Hour, Pick: 1}}); close(done) }()
+		<-fc.started
+		end()
+		<-done
+		h.Flush()
+		ops, _, _, err := history.ReadAll(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			if op.F == history.NemesisKill {
+				return op.Error
+			}
+		}
+		t.Fatal("no kill in the history")
+		return ""
+	}
+	t.Run("phase deadline", func(t *testing.T) {
+		fc := &slowKillCluster{started: make(chan struct{}), release: make(chan struct{})}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		// The kill is answered only once the deadline has passed.
+		if e := run(t, ctx, func() { <-ctx.Done(); close(fc.release) }, fc); e != "" {
+			t.Fatalf("the phase's end abandoned a kill begun: %s", e)
+		}
+	})
+	t.Run("run cancelled", func(t *testing.T) {
+		fc := &slowKillCluster{started: make(chan struct{}), release: make(chan struct{})}
+		ctx, cancel := context.WithCancel(context.Background())
+		if e := run(t, ctx, cancel, fc); !strings.Contains(e, "canceled") {
+			t.Fatalf("a cancelled run's kill: error %q, want it cancelled", e)
+		}
+	})
 }

@@ -180,7 +180,11 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	r.active.Add(1)
 	defer r.active.Add(-1)
 	r.done.Add(1)
-	r.write(string(st.Kind), v, r.apply(ctx, st.Kind, a))
+	start := v
+	if ledFault(st.Kind) {
+		start.Led, start.LedError = r.led(ctx, a.Nodes)
+	}
+	r.write(string(st.Kind), start, r.applyWhole(ctx, st.Kind, a))
 	sleep.For(ctx, st.Hold)
 	uctx, cancel := r.undoContext(ctx)
 	defer cancel()
@@ -225,6 +229,24 @@ func eachNode(ctx context.Context, nodes []int32, f func(context.Context, int32)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// applyWhole applies a step begun to its end: the fault phase's deadline
+// must not cut a kill or a partition half-way (the request sent, its answer
+// abandoned: the undo then finds the node neither up nor down, and the
+// history records a fault that half happened). It is bounded by the undo
+// timeout, and a run's cancellation (ctx canceled, not past its deadline)
+// still ends it at once.
+func (r *Runner) applyWhole(ctx context.Context, k Kind, a Action) error {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel()
+		}
+	})
+	defer stop()
+	return r.apply(actx, k, a)
 }
 
 func (r *Runner) apply(ctx context.Context, k Kind, a Action) error {

@@ -113,6 +113,18 @@ func (r *Runner) scenario(ctx context.Context, st Step, v history.NemesisValue) 
 		killed = append(killed, id) // even if Kill errs: it may have happened
 		return c.Kill(ctx, id)
 	}
+	// killPhase kills id in phase name, recording first what it led
+	// (history.NemesisValue.Led).
+	killPhase := func(name string, id int32) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		pv := v
+		pv.Phase, pv.Nodes, pv.Groups = name, []int32{id}, nil
+		pv.Led, pv.LedError = r.led(ctx, pv.Nodes)
+		r.write(string(st.Kind), pv, kill(id))
+		return true
+	}
 	// waitState polls the partition until ok holds or the phase bound ends;
 	// it returns the last state seen and whether ok held.
 	waitState := func(ok func(PartitionState) bool) (PartitionState, bool) {
@@ -165,7 +177,7 @@ func (r *Runner) scenario(ctx context.Context, st Step, v history.NemesisValue) 
 			return
 		}
 		if !hold(st.Hold) || // the leader acknowledges alone
-			!phase("kill-leader", []int32{leader}, nil, kill(leader)) ||
+			!killPhase("kill-leader", leader) ||
 			!phase("heal-links", followers, nil, c.Heal(ctx)) {
 			return
 		}
@@ -189,7 +201,7 @@ func (r *Runner) scenario(ctx context.Context, st Step, v history.NemesisValue) 
 		}
 		groups := [][]int32{{y}, sorted([]int32{leader, x})}
 		if !phase("cut-follower", []int32{y}, groups, c.Partition(ctx, groups)) ||
-			!phase("kill-leader", []int32{leader}, nil, kill(leader)) {
+			!killPhase("kill-leader", leader) {
 			return
 		}
 		if _, ok := waitState(func(s PartitionState) bool { return s.Leader == x }); !ok &&
@@ -198,7 +210,7 @@ func (r *Runner) scenario(ctx context.Context, st Step, v history.NemesisValue) 
 		}
 		// Y now follows X's epoch and reconciles its log, unable to reach X.
 		if !hold(time.Second) ||
-			!phase("kill-next", []int32{x}, nil, kill(x)) ||
+			!killPhase("kill-next", x) ||
 			!phase("heal-links", []int32{y}, nil, c.Heal(ctx)) {
 			return
 		}

@@ -64,7 +64,9 @@ func (r *Runner) storm(ctx context.Context, st Step, v history.NemesisValue) {
 			break
 		}
 		pv.Phase = "kill"
+		pv.Led, pv.LedError = r.led(ctx, a.Nodes)
 		r.write(kind, pv, eachNode(ctx, a.Nodes, c.Kill))
+		pv.Led, pv.LedError = nil, ""
 		// The node comes back whatever ctx says: a storm leaves no node down.
 		time.Sleep(down)
 		uctx, cancel := r.undoContext(ctx)

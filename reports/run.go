@@ -170,6 +170,7 @@ type runView struct {
 	Groups      template.HTML // group.go
 	Shrink      *shrinkView   // shrink.go
 	Txn         *txnView      // txn.go; nil without transactions
+	Faults      *faultsView   // exposure.go; nil without faults
 }
 
 type keyView struct {
@@ -204,6 +205,10 @@ func buildRun(in RunInput) (*runView, error) {
 	v.Txn = txnSection(in.Ops, bands, end)
 	v.Latency, v.Sends = latency(ivs, bands, end)
 	v.Throughput = throughput(ivs, bands, end)
+	v.Faults = faultsSection(in.Ops, in.Metadata, in.Config)
+	if v.Faults != nil {
+		v.Faults.LostAcks = in.Result.Stats.LostAcks
+	}
 	v.Metadata = metadataChart(in.Metadata, bands, end, configMinISR(in.Config), in.MetadataNote)
 	groups, err := groupSections(in.Result, bands, end)
 	if err != nil {

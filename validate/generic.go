@@ -89,6 +89,50 @@ func safeBrokersSuffice(workload string) bool {
 	return !ok || d.SafeBrokersSuffice()
 }
 
+// tabulate counts each cell into the row keyOf names (its Bug field) and
+// the cell's nemesis column: runs that ended in a forbidden anomaly of the
+// runs made, crashed and unknown apart. nemeses collects the columns,
+// sorted.
+func tabulate(cells []reports.Cell, keyOf func(reports.Cell) string, nemeses *[]string) map[string]*GenericRow {
+	rows := map[string]*GenericRow{}
+	for _, c := range cells {
+		key := keyOf(c)
+		r, ok := rows[key]
+		if !ok {
+			r = &GenericRow{Bug: key, ByNemesis: map[string]stats.Rate{}}
+			rows[key] = r
+		}
+		if !slices.Contains(*nemeses, c.Nemesis) {
+			*nemeses = append(*nemeses, c.Nemesis)
+		}
+		rate := r.ByNemesis[c.Nemesis]
+		rate.N++
+		r.Any.N++
+		switch c.Valid {
+		case "false":
+			rate.K++
+			r.Any.K++
+			for _, a := range c.Forbidden {
+				if !slices.Contains(r.Anomalies, a) {
+					r.Anomalies = append(r.Anomalies, a)
+				}
+			}
+		case "crashed":
+			r.Crashed++
+		case "true":
+		default:
+			r.Unknown++
+		}
+		r.ByNemesis[c.Nemesis] = rate
+	}
+	slices.Sort(*nemeses)
+	for _, r := range rows {
+		r.Caught = r.Any.K > 0
+		slices.Sort(r.Anomalies)
+	}
+	return rows
+}
+
 // GenericRow is one planted bug (or NoBug) over the matrix's nemeses.
 type GenericRow struct {
 	Bug string `json:"bug"`
@@ -115,45 +159,14 @@ type GenericSummary struct {
 // SummarizeGeneric tabulates the cells GenericCells made.
 func SummarizeGeneric(name string, cells []reports.Cell) *GenericSummary {
 	s := &GenericSummary{Matrix: name}
-	rows := map[string]*GenericRow{}
-	for _, c := range cells {
-		bug := strings.TrimPrefix(field(c.Config, "bugs"), "bugs=")
-		if bug == "" {
-			bug = NoBug
+	rows := tabulate(cells, func(c reports.Cell) string {
+		if bug := strings.TrimPrefix(field(c.Config, "bugs"), "bugs="); bug != "" {
+			return bug
 		}
-		r, ok := rows[bug]
-		if !ok {
-			r = &GenericRow{Bug: bug, ByNemesis: map[string]stats.Rate{}}
-			rows[bug] = r
-		}
-		if !slices.Contains(s.Nemeses, c.Nemesis) {
-			s.Nemeses = append(s.Nemeses, c.Nemesis)
-		}
-		rate := r.ByNemesis[c.Nemesis]
-		rate.N++
-		r.Any.N++
-		switch c.Valid {
-		case "false":
-			rate.K++
-			r.Any.K++
-			for _, a := range c.Forbidden {
-				if !slices.Contains(r.Anomalies, a) {
-					r.Anomalies = append(r.Anomalies, a)
-				}
-			}
-		case "crashed":
-			r.Crashed++
-		case "true":
-		default:
-			r.Unknown++
-		}
-		r.ByNemesis[c.Nemesis] = rate
-	}
-	slices.Sort(s.Nemeses)
+		return NoBug
+	}, &s.Nemeses)
 	s.Pass = true
 	for _, r := range rows {
-		r.Caught = r.Any.K > 0
-		slices.Sort(r.Anomalies)
 		s.Rows = append(s.Rows, *r)
 		if r.Bug == NoBug {
 			s.Pass = s.Pass && !r.Caught && r.Crashed+r.Unknown == 0

@@ -1,10 +1,12 @@
 package validate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"gregor/checker"
+	"gregor/internal/stats"
 	"gregor/matrix"
 	"gregor/reports"
 )
@@ -105,5 +107,51 @@ func TestSummarizeGeneric(t *testing.T) {
 	cells[0] = cell("", "kill-leader", "crashed")
 	if s := SummarizeGeneric("default", cells); s.Pass || s.Rows[0].Crashed != 1 {
 		t.Fatalf("a crashed control run passed: %+v", s.Rows[0])
+	}
+}
+
+// --controls runs every row of a matrix, seeds overridden, and refuses a
+// row with a planted bug; its summary counts forbidden anomalies per
+// configuration and fails on any, or on a crashed or unknown run.
+func TestControls(t *testing.T) {
+	spec, err := matrix.Load("../matrix/default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := ControlCells(spec, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(spec.Configs) * len(spec.Nemeses) * 5; len(cells) != want {
+		t.Fatalf("%d control cells, want %d (every row x nemesis x 5 seeds)", len(cells), want)
+	}
+	bugged := *spec
+	bugged.Configs = append(slices.Clone(spec.Configs), matrix.Settings{Acks: "all", Bugs: []string{"ack-before-isr"}})
+	if _, err := ControlCells(&bugged, 1); err == nil || !strings.Contains(err.Error(), "--generic") {
+		t.Fatalf("a row planting a bug: %v", err)
+	}
+	run := func(cfg, nem, valid string, forbidden ...string) reports.Cell {
+		return reports.Cell{Config: cfg, Nemesis: nem, Valid: valid, Forbidden: forbidden}
+	}
+	sum := SummarizeControls("m", []reports.Cell{run("a", "kill", "true"), run("a", "kill", "true"), run("b", "kill", "true"), run("b", "pause", "true")})
+	if !sum.Pass || sum.Total != (stats.Rate{K: 0, N: 4}) || len(sum.Rows) != 2 || sum.Rows[0].Bug != "a" {
+		t.Fatalf("clean controls: %+v", sum)
+	}
+	for name, cells := range map[string][]reports.Cell{
+		"a false alarm": {run("a", "kill", "true"), run("b", "kill", "false", "duplicate")},
+		"a crash":       {run("a", "kill", "crashed")},
+		"an unknown":    {run("a", "kill", "unknown")},
+	} {
+		if s := SummarizeControls("m", cells); s.Pass {
+			t.Errorf("%s: controls pass", name)
+		}
+	}
+	s := SummarizeControls("m", []reports.Cell{run("b", "kill", "false", "duplicate"), run("b", "kill", "true")})
+	var out strings.Builder
+	s.WriteTable(&out)
+	for _, want := range []string{"1/2", "duplicate", "false alarms: 1/2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"gregor/internal/fsys"
 )
 
 // DialFunc opens a connection; the runtime injects one that simulates
@@ -49,6 +52,12 @@ type Config struct {
 	Listener net.Listener
 	// Dial opens raft connections (dial hook). If nil, net.Dialer.
 	Dial DialFunc
+	// FS holds the raft log and stable store (nil: the host's files; the
+	// simulation's is fsys.Mem).
+	FS fsys.FS
+	// Snapshots, when set, replaces the snapshot files in DataDir (the
+	// simulation keeps a node's snapshots in memory across its restarts).
+	Snapshots raft.SnapshotStore
 
 	// Raft timing. Zero values take the defaults noted.
 	HeartbeatTimeout   time.Duration // 1s

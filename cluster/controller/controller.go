@@ -68,12 +68,14 @@ func New(cfg Config) (*Controller, error) {
 
 func (c *Controller) open() error {
 	var err error
-	if c.store, err = openFileStore(filepath.Join(c.cfg.DataDir, "raft")); err != nil {
+	if c.store, err = openFileStore(c.cfg.FS, filepath.Join(c.cfg.DataDir, "raft")); err != nil {
 		return err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(c.cfg.DataDir, 2, c.log)
-	if err != nil {
-		return err
+	snaps := c.cfg.Snapshots
+	if snaps == nil {
+		if snaps, err = raft.NewFileSnapshotStoreWithLogger(c.cfg.DataDir, 2, c.log); err != nil {
+			return err
+		}
 	}
 	ln := c.cfg.Listener
 	if ln == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"gregor/internal/atomicfile"
+	"gregor/internal/fsys"
 )
 
 // fileStore is raft's LogStore and StableStore, in files: an append-only
@@ -28,13 +29,14 @@ import (
 // Memory holds every live entry; raft snapshots plus TrailingLogs bound
 // how many stay live.
 type fileStore struct {
+	fs  fsys.FS
 	dir string
 
 	mu      sync.Mutex
 	logs    map[uint64]raft.Log
 	first   uint64 // 0 when empty
 	last    uint64
-	f       *os.File
+	f       fsys.File
 	records int // records in the log file, live or dead; drives compaction
 	stable  map[string][]byte
 }
@@ -57,11 +59,12 @@ var (
 	errKeyNotFound = errors.New("not found") // raft compares this text
 )
 
-func openFileStore(dir string) (*fileStore, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func openFileStore(fs fsys.FS, dir string) (*fileStore, error) {
+	fs = fsys.Or(fs)
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &fileStore{dir: dir, logs: map[uint64]raft.Log{}, stable: map[string][]byte{}}
+	s := &fileStore{fs: fs, dir: dir, logs: map[uint64]raft.Log{}, stable: map[string][]byte{}}
 	if err := s.loadStable(); err != nil {
 		return nil, err
 	}
@@ -86,7 +89,7 @@ func (s *fileStore) Close() error {
 // mid-append), and leaves it open for appending.
 func (s *fileStore) replay() error {
 	path := filepath.Join(s.dir, logFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
@@ -336,7 +339,7 @@ func (s *fileStore) DeleteRange(min, max uint64) error {
 func (s *fileStore) compact() error {
 	path := filepath.Join(s.dir, logFileName)
 	n := 0
-	err := atomicfile.Write(path, 0o644, func(f io.Writer) error {
+	err := atomicfile.WriteFS(s.fs, path, 0o644, func(f io.Writer) error {
 		w := bufio.NewWriter(f)
 		for i := s.first; s.first != 0 && i <= s.last; i++ {
 			if l, ok := s.logs[i]; ok {
@@ -349,7 +352,7 @@ func (s *fileStore) compact() error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := s.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}

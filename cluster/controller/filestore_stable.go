@@ -11,7 +11,7 @@ import (
 )
 
 func (s *fileStore) loadStable() error {
-	b, err := os.ReadFile(filepath.Join(s.dir, stableFileName))
+	b, err := s.fs.ReadFile(filepath.Join(s.dir, stableFileName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -28,7 +28,7 @@ func (s *fileStore) saveStable() error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(s.dir, stableFileName), b, 0o644)
+	return atomicfile.WriteFileFS(s.fs, filepath.Join(s.dir, stableFileName), b, 0o644)
 }
 
 // Set implements raft.StableStore.

@@ -30,7 +30,7 @@ func bounds(t *testing.T, s *fileStore) (uint64, uint64) {
 
 func TestFileStoreSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openFileStore(dir)
+	s, err := openFileStore(nil, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestFileStoreSurvivesReopen(t *testing.T) {
 	}
 	s.Close()
 
-	s, err = openFileStore(dir)
+	s, err = openFileStore(nil, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestFileStoreSurvivesReopen(t *testing.T) {
 
 func TestFileStoreTruncatesTornTail(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := openFileStore(dir)
+	s, _ := openFileStore(nil, dir)
 	storeN(t, s, 1, 3)
 	s.Close()
 	path := filepath.Join(dir, logFileName)
@@ -82,7 +82,7 @@ func TestFileStoreTruncatesTornTail(t *testing.T) {
 	// A crash mid-append: half a record, then a corrupt one.
 	torn := append(append([]byte(nil), b...), b[:len(b)/5]...)
 	os.WriteFile(path, torn, 0o644)
-	s, err := openFileStore(dir)
+	s, err := openFileStore(nil, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestFileStoreTruncatesTornTail(t *testing.T) {
 	}
 	storeN(t, s, 4, 4) // appends after the good prefix, not after garbage
 	s.Close()
-	s, _ = openFileStore(dir)
+	s, _ = openFileStore(nil, dir)
 	defer s.Close()
 	if _, l := bounds(t, s); l != 4 {
 		t.Fatalf("last %d after append past torn tail, want 4", l)
@@ -100,7 +100,7 @@ func TestFileStoreTruncatesTornTail(t *testing.T) {
 
 func TestFileStoreCompacts(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := openFileStore(dir)
+	s, _ := openFileStore(nil, dir)
 	// Bounded: 40 rounds of 100 entries, each followed by a snapshot-style
 	// prefix delete keeping the last 50 live.
 	for r := uint64(0); r < 40; r++ {
@@ -113,7 +113,7 @@ func TestFileStoreCompacts(t *testing.T) {
 		t.Fatalf("%d records for %d live entries: never compacted", s.records, len(s.logs))
 	}
 	s.Close()
-	s, _ = openFileStore(dir)
+	s, _ = openFileStore(nil, dir)
 	defer s.Close()
 	if f, l := bounds(t, s); f != 3951 || l != 4000 {
 		t.Fatalf("bounds %d..%d after compaction and reopen, want 3951..4000", f, l)

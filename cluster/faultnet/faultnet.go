@@ -51,11 +51,30 @@ type Layer struct {
 	rules   Rules
 	changed chan struct{} // closed and replaced on every change
 	self    string        // local IP to dial from, so peers can tell who calls
+	nw      Network
 }
 
-// New returns a layer with no faults. self is this node's IP ("" for any).
-func New(self string) *Layer {
-	return &Layer{drop: map[string]bool{}, changed: make(chan struct{}), self: self}
+// New returns a layer with no faults over the host's sockets. self is this
+// node's IP ("" for any).
+func New(self string) *Layer { return NewOn(self, Sockets{}) }
+
+// NewOn returns a layer with no faults over network nw (the simulation's
+// in-memory Mem).
+func NewOn(self string, nw Network) *Layer {
+	return &Layer{drop: map[string]bool{}, changed: make(chan struct{}), self: self, nw: nw}
+}
+
+// Network is the network the layer's connections go over.
+func (l *Layer) Network() Network { return l.nw }
+
+// Listen listens on addr through the layer's network; accepted connections
+// are under the layer.
+func (l *Layer) Listen(addr string) (net.Listener, error) {
+	ln, err := l.nw.Listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	return l.Listener(ln), nil
 }
 
 // Set replaces the rules in force.
@@ -163,11 +182,7 @@ func (l *Layer) Dial(ctx context.Context, network, addr string) (net.Conn, error
 			}
 		}
 	}
-	d := net.Dialer{}
-	if l.self != "" {
-		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(l.self)}
-	}
-	c, err := d.DialContext(ctx, network, addr)
+	c, err := l.nw.Dial(ctx, l.self, addr)
 	if err != nil {
 		return nil, err
 	}

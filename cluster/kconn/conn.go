@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,8 +21,14 @@ type Conn struct {
 	fmt  *kmsg.RequestFormatter
 
 	// mu serialises requests: one in flight at a time, so that responses
-	// arrive in request order without a demultiplexer.
-	mu     sync.Mutex
+	// arrive in request order without a demultiplexer. It is held across
+	// the round trip, so it is a channel lock (chanMutex), not a
+	// sync.Mutex: in a testing/synctest bubble (the simulation) a
+	// goroutine waiting for a sync.Mutex is not durably blocked, and a
+	// second caller waiting behind a request stalled until its deadline (a
+	// partitioned peer) would stop virtual time, so the deadline would
+	// never come.
+	mu     chanMutex
 	nc     net.Conn
 	closed bool
 	corr   int32
@@ -53,7 +58,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	if opts.ClientID != "" {
 		fopts = append(fopts, kmsg.FormatterClientID(opts.ClientID))
 	}
-	c := &Conn{addr: addr, opts: opts, nc: nc, fmt: kmsg.NewRequestFormatter(fopts...)}
+	c := &Conn{addr: addr, opts: opts, nc: nc, fmt: kmsg.NewRequestFormatter(fopts...), mu: make(chanMutex, 1)}
 	if opts.Negotiate {
 		peer, err := c.negotiate(dctx)
 		if err != nil {
@@ -64,6 +69,12 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	}
 	return c, nil
 }
+
+// chanMutex is a mutex whose waiters block on a channel.
+type chanMutex chan struct{}
+
+func (m chanMutex) Lock()   { m <- struct{}{} }
+func (m chanMutex) Unlock() { <-m }
 
 // Addr is the address this Conn was dialed to.
 func (c *Conn) Addr() string { return c.addr }

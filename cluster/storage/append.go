@@ -60,7 +60,7 @@ func (l *Log) Append(batches []byte) error {
 		for _, e := range newEpochs {
 			l.epochs.assign(e.Epoch, e.StartOffset)
 		}
-		if err := l.epochs.save(l.dir); err != nil {
+		if err := l.epochs.save(l.fs, l.dir); err != nil {
 			l.epochs.truncateFromEnd(leo)
 			return l.errf("save leader epochs: %w", err)
 		}
@@ -74,7 +74,7 @@ func (l *Log) Append(batches []byte) error {
 		// The bytes may be partly in the file: cut them so the file matches what we report.
 		seg.idx, seg.lastIndexedPos = seg.idx[:idxLen], lastIndexed
 		if l.epochs.truncateFromEnd(leo) {
-			_ = l.epochs.save(l.dir) // best effort: recovery drops entries past LEO anyway
+			_ = l.epochs.save(l.fs, l.dir) // best effort: recovery drops entries past LEO anyway
 		}
 		if terr := seg.f.Truncate(seg.size); terr != nil {
 			l.closed.Store(true)
@@ -126,15 +126,15 @@ func (l *Log) roll() error {
 	if err := old.syncIndex(); err != nil {
 		return l.errf("roll: %w", err)
 	}
-	seg, err := createSegment(l.dir, old.next)
+	seg, err := createSegment(l.fs, l.dir, old.next)
 	if err != nil {
 		return l.errf("roll: %w", err)
 	}
 	l.segs = append(l.segs, seg)
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.fs, l.dir); err != nil {
 		return l.errf("roll: %w", err)
 	}
-	if err := writeOffsetCheckpoint(l.dir, recoveryPointFile, seg.base); err != nil {
+	if err := writeOffsetCheckpoint(l.fs, l.dir, recoveryPointFile, seg.base); err != nil {
 		return l.errf("roll: recovery point: %w", err)
 	}
 	l.lg.Debug("rolled segment", "base", seg.base)

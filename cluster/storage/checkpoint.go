@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"gregor/internal/atomicfile"
+	"gregor/internal/fsys"
 )
 
 // File names inside a partition directory besides the segments.
@@ -25,17 +26,17 @@ const (
 
 // writeFileAtomic replaces dir/name with data so that a crash leaves the old or the new content,
 // never a mix (internal/atomicfile: a temporary file, fsynced, renamed over, the directory fsynced).
-func writeFileAtomic(dir, name string, data []byte) error {
-	return atomicfile.WriteFile(filepath.Join(dir, name), data, 0o644)
+func writeFileAtomic(fs fsys.FS, dir, name string, data []byte) error {
+	return atomicfile.WriteFileFS(fs, filepath.Join(dir, name), data, 0o644)
 }
 
 // syncDir makes renames, creations and removals in dir durable.
-func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
+func syncDir(fs fsys.FS, dir string) error { return atomicfile.SyncDirFS(fs, dir) }
 
 // readCheckpointLines reads a Kafka-style checkpoint: a version line, a count line, then count
 // lines of fields. ok is false when the file does not exist.
-func readCheckpointLines(path string) (lines [][]string, ok bool, err error) {
-	data, err := os.ReadFile(path)
+func readCheckpointLines(fs fsys.FS, path string) (lines [][]string, ok bool, err error) {
+	data, err := fs.ReadFile(path)
 	if os.IsNotExist(err) {
 		return nil, false, nil
 	}
@@ -77,8 +78,8 @@ func formatCheckpoint(lines []string) []byte {
 }
 
 // readOffsetCheckpoint reads a checkpoint holding one offset.
-func readOffsetCheckpoint(dir, name string) (int64, bool, error) {
-	lines, ok, err := readCheckpointLines(filepath.Join(dir, name))
+func readOffsetCheckpoint(fs fsys.FS, dir, name string) (int64, bool, error) {
+	lines, ok, err := readCheckpointLines(fs, filepath.Join(dir, name))
 	if err != nil || !ok {
 		return 0, false, err
 	}
@@ -92,8 +93,8 @@ func readOffsetCheckpoint(dir, name string) (int64, bool, error) {
 	return v, true, nil
 }
 
-func writeOffsetCheckpoint(dir, name string, v int64) error {
-	return writeFileAtomic(dir, name, formatCheckpoint([]string{strconv.FormatInt(v, 10)}))
+func writeOffsetCheckpoint(fs fsys.FS, dir, name string, v int64) error {
+	return writeFileAtomic(fs, dir, name, formatCheckpoint([]string{strconv.FormatInt(v, 10)}))
 }
 
 // CheckpointHW durably records the high watermark (write, fsync, rename). The broker calls it
@@ -107,7 +108,7 @@ func (l *Log) CheckpointHW(hw int64) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
-	return writeOffsetCheckpoint(l.dir, hwCheckpointFile, hw)
+	return writeOffsetCheckpoint(l.fs, l.dir, hwCheckpointFile, hw)
 }
 
 // RecoveredHW is the high watermark the checkpoint held at Open (0 without one), clamped to

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+
+	"gregor/internal/fsys"
 )
 
 // EpochEntry says that leader epoch Epoch wrote its first record at StartOffset.
@@ -81,8 +83,8 @@ func (c *epochCache) endOffsetFor(epoch int32, leo int64) (int32, int64) {
 	return c.entries[i-1].Epoch, c.entries[i].StartOffset
 }
 
-func loadEpochCache(dir string) (*epochCache, error) {
-	lines, _, err := readCheckpointLines(filepath.Join(dir, epochCheckpointFile))
+func loadEpochCache(fs fsys.FS, dir string) (*epochCache, error) {
+	lines, _, err := readCheckpointLines(fs, filepath.Join(dir, epochCheckpointFile))
 	if err != nil {
 		return nil, err
 	}
@@ -104,12 +106,12 @@ func loadEpochCache(dir string) (*epochCache, error) {
 	return c, nil
 }
 
-func (c *epochCache) save(dir string) error {
+func (c *epochCache) save(fs fsys.FS, dir string) error {
 	lines := make([]string, len(c.entries))
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return writeFileAtomic(dir, epochCheckpointFile, formatCheckpoint(lines))
+	return writeFileAtomic(fs, dir, epochCheckpointFile, formatCheckpoint(lines))
 }
 
 // AssignEpoch records that epoch starts at startOffset: a new leader calls it with its LEO when
@@ -131,7 +133,7 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	if !l.epochs.assign(epoch, startOffset) {
 		return nil
 	}
-	return l.epochs.save(l.dir)
+	return l.epochs.save(l.fs, l.dir)
 }
 
 // Epochs returns a copy of the leader-epoch cache, oldest first.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"gregor/internal/fsys"
 )
 
 func TestEndOffsetForEpoch(t *testing.T) {
@@ -169,7 +171,7 @@ func TestRecoveryDropsEpochsBeyondLEO(t *testing.T) {
 		t.Fatalf("epochs %v after recovery", got)
 	}
 	// And the checkpoint file says so too.
-	c, err := loadEpochCache(dir)
+	c, err := loadEpochCache(fsys.OS{}, dir)
 	if err != nil || !slices.Equal(c.entries, []EpochEntry{{1, 0}}) {
 		t.Fatalf("checkpoint %v, %v", c, err)
 	}

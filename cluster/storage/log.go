@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"gregor/internal/fsys"
 )
 
 // ErrOffsetOutOfRange is returned by Read for an offset below StartOffset or above LEO.
@@ -20,6 +21,7 @@ var ErrClosed = errors.New("storage: log closed")
 // time (Append, TruncateTo, retention: the caller's partition lock serializes them, and mu does
 // too) and any number of concurrent readers.
 type Log struct {
+	fs   fsys.FS
 	dir  string
 	opts Options
 	lg   *slog.Logger
@@ -59,10 +61,10 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: opts, lg: opts.Logger.With("dir", dir)}
+	l := &Log{fs: opts.FS, dir: dir, opts: opts, lg: opts.Logger.With("dir", dir)}
 	err = l.load()
 	if err == nil {
 		err = l.loadLogStart()
@@ -192,7 +194,7 @@ func (l *Log) Close() error {
 		}
 		l.closed.Store(true)
 		if err == nil {
-			err = writeFileAtomic(l.dir, cleanShutdownFile, nil)
+			err = writeFileAtomic(l.fs, l.dir, cleanShutdownFile, nil)
 		}
 	})
 	return err

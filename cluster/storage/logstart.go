@@ -10,7 +10,7 @@ const logStartFile = "log-start-offset-checkpoint"
 // recovered log no longer reaches (its tail was lost) is clamped by
 // startOffset to the LEO.
 func (l *Log) loadLogStart() error {
-	v, ok, err := readOffsetCheckpoint(l.dir, logStartFile)
+	v, ok, err := readOffsetCheckpoint(l.fs, l.dir, logStartFile)
 	if err != nil {
 		return fmt.Errorf("%s: %w (delete it to keep every record)", logStartFile, err)
 	}
@@ -38,7 +38,7 @@ func (l *Log) AdvanceStartOffset(offset int64) (int64, error) {
 	if offset <= l.startOffset() {
 		return l.startOffset(), nil
 	}
-	if err := writeOffsetCheckpoint(l.dir, logStartFile, offset); err != nil {
+	if err := writeOffsetCheckpoint(l.fs, l.dir, logStartFile, offset); err != nil {
 		return l.startOffset(), l.errf("log start checkpoint: %w", err)
 	}
 	l.logStart = offset
@@ -54,12 +54,12 @@ func (l *Log) AdvanceStartOffset(offset int64) (int64, error) {
 	}
 	if n > 0 {
 		l.segs = append([]*segment(nil), l.segs[n:]...)
-		if err := syncDir(l.dir); err != nil {
+		if err := syncDir(l.fs, l.dir); err != nil {
 			return l.startOffset(), l.errf("delete records: %w", err)
 		}
 	}
 	if l.epochs.truncateFromStart(l.startOffset()) {
-		if err := l.epochs.save(l.dir); err != nil {
+		if err := l.epochs.save(l.fs, l.dir); err != nil {
 			return l.startOffset(), l.errf("delete records: save leader epochs: %w", err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gregor/internal/fsys"
 )
 
 // FsyncMode says when appended data is fsynced.
@@ -92,6 +94,9 @@ type Options struct {
 
 	Logger *slog.Logger // may be nil
 
+	// FS holds the log's files (nil: the host's; the simulation's is fsys.Mem).
+	FS fsys.FS
+
 	// now is the clock for LazyFS ages (tests may replace it).
 	now func() time.Time
 }
@@ -121,6 +126,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.FS = fsys.Or(o.FS)
 	if o.now == nil {
 		o.now = time.Now
 	}

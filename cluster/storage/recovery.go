@@ -9,12 +9,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"gregor/internal/fsys"
 )
 
 // listSegments returns the base offsets of dir's segment logs in order, and removes leftovers:
 // index files without a log (a crash between the two removals) and temporary checkpoint files.
-func listSegments(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
+func listSegments(fs fsys.FS, dir string) ([]int64, error) {
+	ents, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +31,7 @@ func listSegments(dir string) ([]int64, error) {
 	for _, e := range ents {
 		name := e.Name()
 		if b, ok := parseSegmentName(name, ".index"); ok && !logs[b] || strings.HasSuffix(name, tmpSuffix) {
-			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			if err := fs.Remove(filepath.Join(dir, name)); err != nil {
 				return nil, err
 			}
 		}
@@ -57,23 +59,23 @@ func parseSegmentName(name, ext string) (int64, bool) {
 // every segment is scanned. At the first bad batch the file is cut there and later segments
 // are deleted.
 func (l *Log) load() error {
-	bases, err := listSegments(l.dir)
+	bases, err := listSegments(l.fs, l.dir)
 	if err != nil {
 		return err
 	}
 	markerPath := filepath.Join(l.dir, cleanShutdownFile)
-	_, statErr := os.Stat(markerPath)
+	_, statErr := l.fs.Stat(markerPath)
 	clean := statErr == nil
 	if clean {
 		// Gone before anything else changes, so a crash from here on is seen as unclean.
-		if err := os.Remove(markerPath); err != nil {
+		if err := l.fs.Remove(markerPath); err != nil {
 			return err
 		}
-		if err := syncDir(l.dir); err != nil {
+		if err := syncDir(l.fs, l.dir); err != nil {
 			return err
 		}
 	}
-	rp, haveRP, err := readOffsetCheckpoint(l.dir, recoveryPointFile)
+	rp, haveRP, err := readOffsetCheckpoint(l.fs, l.dir, recoveryPointFile)
 	if err != nil {
 		l.lg.Warn("recovery point unreadable; scanning every segment", "err", err)
 		haveRP = false
@@ -93,7 +95,7 @@ func (l *Log) load() error {
 	}
 
 	for i, base := range bases {
-		seg, rawIdx, err := openSegment(l.dir, base)
+		seg, rawIdx, err := openSegment(l.fs, l.dir, base)
 		if err != nil {
 			return err
 		}
@@ -128,12 +130,12 @@ func (l *Log) load() error {
 		}
 	}
 	if len(l.segs) == 0 {
-		seg, err := createSegment(l.dir, 0)
+		seg, err := createSegment(l.fs, l.dir, 0)
 		if err != nil {
 			return err
 		}
 		l.segs = append(l.segs, seg)
-		if err := syncDir(l.dir); err != nil {
+		if err := syncDir(l.fs, l.dir); err != nil {
 			return err
 		}
 	}
@@ -142,7 +144,7 @@ func (l *Log) load() error {
 		return err
 	}
 
-	if l.epochs, err = loadEpochCache(l.dir); err != nil {
+	if l.epochs, err = loadEpochCache(l.fs, l.dir); err != nil {
 		return err
 	}
 	leo := l.leo()
@@ -151,12 +153,12 @@ func (l *Log) load() error {
 		l.lg.Warn("leader epoch entries beyond the recovered log end dropped", "leo", leo)
 	}
 	if l.epochs.truncateFromStart(l.startOffset()) || changed {
-		if err := l.epochs.save(l.dir); err != nil {
+		if err := l.epochs.save(l.fs, l.dir); err != nil {
 			return err
 		}
 	}
 
-	hw, _, err := readOffsetCheckpoint(l.dir, hwCheckpointFile)
+	hw, _, err := readOffsetCheckpoint(l.fs, l.dir, hwCheckpointFile)
 	if err != nil {
 		l.lg.Warn("high watermark checkpoint unreadable; starting from 0", "err", err)
 		hw = 0
@@ -170,12 +172,12 @@ func (l *Log) deleteSegmentFiles(bases []int64) error {
 	for i := len(bases) - 1; i >= 0; i-- {
 		logPath, idxPath := segmentPaths(l.dir, bases[i])
 		for _, p := range []string{logPath, idxPath} {
-			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			if err := l.fs.Remove(p); err != nil && !os.IsNotExist(err) {
 				return err
 			}
 		}
 	}
-	return syncDir(l.dir)
+	return syncDir(l.fs, l.dir)
 }
 
 // recoverSegment scans every batch of seg with full checks, rebuilding its index and learning its

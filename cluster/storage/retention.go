@@ -57,11 +57,11 @@ func (l *Log) EnforceRetention(now time.Time) (deletedSegments int, err error) {
 		}
 	}
 	l.segs = append([]*segment(nil), l.segs[n:]...)
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.fs, l.dir); err != nil {
 		return n, l.errf("retention: %w", err)
 	}
 	if l.epochs.truncateFromStart(l.startOffset()) {
-		if err := l.epochs.save(l.dir); err != nil {
+		if err := l.epochs.save(l.fs, l.dir); err != nil {
 			return n, l.errf("retention: save leader epochs: %w", err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"gregor/internal/fsys"
 )
 
 // indexEntry maps a batch's offset, relative to the segment base, to its byte position.
@@ -30,8 +32,9 @@ type segment struct {
 	base    int64
 	logPath string
 	idxPath string
-	f       *os.File
-	idxF    *os.File
+	fs      fsys.FS
+	f       fsys.File
+	idxF    fsys.File
 
 	// next is the offset after the segment's last batch. Invariant: next >= base, and
 	// next == base iff size == 0.
@@ -76,25 +79,25 @@ func segmentPaths(dir string, base int64) (string, string) {
 }
 
 // createSegment makes an empty segment at base, replacing files a crash may have left there.
-func createSegment(dir string, base int64) (*segment, error) {
+func createSegment(fs fsys.FS, dir string, base int64) (*segment, error) {
 	logPath, idxPath := segmentPaths(dir, base)
-	f, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fs.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	idxF, err := os.OpenFile(idxPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	idxF, err := fs.OpenFile(idxPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &segment{base: base, logPath: logPath, idxPath: idxPath, f: f, idxF: idxF,
+	return &segment{fs: fs, base: base, logPath: logPath, idxPath: idxPath, f: f, idxF: idxF,
 		next: base, maxTs: -1, maxTsKnown: true}, nil
 }
 
 // openSegment opens an existing segment and reads its index file raw; callers validate it.
-func openSegment(dir string, base int64) (*segment, []indexEntry, error) {
+func openSegment(fs fsys.FS, dir string, base int64) (*segment, []indexEntry, error) {
 	logPath, idxPath := segmentPaths(dir, base)
-	f, err := os.OpenFile(logPath, os.O_RDWR, 0)
+	f, err := fs.OpenFile(logPath, os.O_RDWR, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -103,7 +106,7 @@ func openSegment(dir string, base int64) (*segment, []indexEntry, error) {
 		f.Close()
 		return nil, nil, err
 	}
-	idxF, err := os.OpenFile(idxPath, os.O_RDWR|os.O_CREATE, 0o644)
+	idxF, err := fs.OpenFile(idxPath, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -119,7 +122,7 @@ func openSegment(dir string, base int64) (*segment, []indexEntry, error) {
 		e := raw[i*indexEntrySize:]
 		entries[i] = indexEntry{rel: be32(e[0:]), pos: be32(e[4:])}
 	}
-	s := &segment{base: base, logPath: logPath, idxPath: idxPath, f: f, idxF: idxF,
+	s := &segment{fs: fs, base: base, logPath: logPath, idxPath: idxPath, f: f, idxF: idxF,
 		next: base, size: st.Size(), flushed: st.Size(), synced: st.Size(), maxTs: -1}
 	return s, entries, nil
 }
@@ -346,10 +349,10 @@ func (s *segment) close() error {
 // an orphan index (ignored at Open) rather than a log without its index.
 func (s *segment) remove() error {
 	s.close()
-	if err := os.Remove(s.logPath); err != nil && !os.IsNotExist(err) {
+	if err := s.fs.Remove(s.logPath); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if err := os.Remove(s.idxPath); err != nil && !os.IsNotExist(err) {
+	if err := s.fs.Remove(s.idxPath); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	return nil

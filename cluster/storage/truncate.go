@@ -45,7 +45,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if len(l.segs) > i+1 {
 		l.segs = l.segs[:i+1]
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.fs, l.dir); err != nil {
 		return l.errf("truncate: %w", err)
 	}
 	if err := seg.truncate(pos, newLEO); err != nil {
@@ -53,7 +53,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.lg.Info("log truncated", "offset", offset, "leo", newLEO)
 	if l.epochs.truncateFromEnd(newLEO) {
-		if err := l.epochs.save(l.dir); err != nil {
+		if err := l.epochs.save(l.fs, l.dir); err != nil {
 			return l.errf("truncate: save leader epochs: %w", err)
 		}
 	}
@@ -82,7 +82,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	// appended again from offset would be hidden. Durable first: a crash
 	// after it keeps a start at or below the log, which hides nothing.
 	if l.logStart > offset {
-		if err := writeOffsetCheckpoint(l.dir, logStartFile, offset); err != nil {
+		if err := writeOffsetCheckpoint(l.fs, l.dir, logStartFile, offset); err != nil {
 			return l.errf("truncate fully: log start checkpoint: %w", err)
 		}
 		l.logStart = offset
@@ -94,22 +94,22 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		}
 		l.segs = l.segs[:j]
 	}
-	seg, err := createSegment(l.dir, offset)
+	seg, err := createSegment(l.fs, l.dir, offset)
 	if err != nil {
 		// Without a segment the Log cannot keep its invariants: it closes itself.
 		l.closed.Store(true)
 		return l.errf("truncate fully: %w (log closed)", err)
 	}
 	l.segs = append(l.segs, seg)
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.fs, l.dir); err != nil {
 		return l.errf("truncate fully: %w", err)
 	}
-	if err := writeOffsetCheckpoint(l.dir, recoveryPointFile, offset); err != nil {
+	if err := writeOffsetCheckpoint(l.fs, l.dir, recoveryPointFile, offset); err != nil {
 		return l.errf("truncate fully: recovery point: %w", err)
 	}
 	l.unsyncedRecords = 0
 	l.epochs.entries = nil
-	if err := l.epochs.save(l.dir); err != nil {
+	if err := l.epochs.save(l.fs, l.dir); err != nil {
 		return l.errf("truncate fully: save leader epochs: %w", err)
 	}
 	l.lg.Info("log emptied", "startOffset", offset)

@@ -14,7 +14,10 @@ import (
 // (TransactionState in TransactionMetadata.scala).
 type State string
 
-// The states, with the states each may follow (validPreviousStates).
+// The states, with the states each may follow (validPreviousStates). With
+// transaction version 2 an abort may find nothing open, so PrepareAbort also
+// follows Empty and the Complete states (KIP-890, Kafka's
+// TransactionState.PREPARE_ABORT).
 const (
 	Empty          State = "Empty"
 	Ongoing        State = "Ongoing"
@@ -32,7 +35,7 @@ var validPrevious = map[State][]State{
 	Empty:             {Empty, CompleteCommit, CompleteAbort},
 	Ongoing:           {Ongoing, Empty, CompleteCommit, CompleteAbort},
 	PrepareCommit:     {Ongoing},
-	PrepareAbort:      {Ongoing, PrepareEpochFence},
+	PrepareAbort:      {Ongoing, PrepareEpochFence, Empty, CompleteCommit, CompleteAbort},
 	CompleteCommit:    {PrepareCommit},
 	CompleteAbort:     {PrepareAbort},
 	Dead:              {Empty, CompleteAbort, CompleteCommit},
@@ -254,12 +257,20 @@ func (m *Meta) prepareAddPartitions(add []TopicPartition, nowMs int64) Transit {
 // prepareEnd moves an ongoing transaction to PrepareCommit or PrepareAbort
 // (prepareAbortOrCommit); with transaction version 2 the epoch is bumped
 // here (KIP-890), and a new producer id is taken if it is exhausted.
+//
+// An abort with nothing open (version 2) starts now: Kafka's
+// prepareAbortOrCommit takes the update time as the start of a transaction
+// no partition joined (noPartitionAdded).
 func (m *Meta) prepareEnd(state State, version int16, nextPid int64, nowMs int64) Transit {
 	epoch, last := m.Epoch, m.LastEpoch
 	if version >= 2 {
 		epoch, last = m.Epoch+1, m.Epoch
 	}
-	t := m.transit(state, m.ProducerID, epoch, last, m.TimeoutMs, m.SortedPartitions(), m.StartMs, nowMs)
+	start := m.StartMs
+	if m.State != Ongoing {
+		start = nowMs
+	}
+	t := m.transit(state, m.ProducerID, epoch, last, m.TimeoutMs, m.SortedPartitions(), start, nowMs)
 	t.NextProducerID, t.Version = nextPid, version
 	return t
 }
@@ -308,9 +319,12 @@ func (m *Meta) complete(t Transit) error {
 		}
 		m.StartMs = t.StartMs
 	case PrepareCommit, PrepareAbort:
-		if t.StartMs != m.StartMs || len(t.Partitions) != len(m.Partitions) {
+		// Only an abort with nothing open (version 2) starts here.
+		fresh := m.State != Ongoing && t.State == PrepareAbort && t.Version >= 2 && len(t.Partitions) == 0
+		if t.StartMs != m.StartMs && !fresh || len(t.Partitions) != len(m.Partitions) {
 			return fmt.Errorf("txn %s: bad transition %s -> %+v", m.ID, m, t)
 		}
+		m.StartMs = t.StartMs
 		if t.Version >= 2 {
 			m.Epoch, m.LastEpoch, m.NextProducerID = t.Epoch, t.LastEpoch, t.NextProducerID
 		}

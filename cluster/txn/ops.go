@@ -336,6 +336,17 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 
 // prepareEndTxn is endTransaction's validation. done reports an answer with
 // nothing to write (a retry of a finished end). Caller holds s.mu.
+//
+// With transaction version 2 (KIP-890 part 2) a client may abort a
+// transaction the coordinator never saw start: partitions join on produce,
+// the client cannot tell whether a failed produce registered one, so it
+// ends with an abort whenever a produce was attempted (franz-go's
+// EndTransaction, Kafka's TransactionManager with transactionStarted). Kafka
+// takes that abort in Empty, CompleteCommit and CompleteAbort at the
+// current epoch (TransactionCoordinator.endTransaction: "the same epoch
+// indicates the next transaction was never started", and
+// TransactionMetadata.prepareAbortOrCommit with noPartitionAdded): it goes
+// through PrepareAbort with no partitions and bumps the epoch like any end.
 func (s *shard) prepareEndTxn(ctx context.Context, m *Meta, pid int64, epoch int16, want State, version int16) (t Transit, done bool, e *kerr.Error) {
 	v2 := m.Version >= 2
 	// Version 2: the stored epoch is the client's + 1 once the end is
@@ -343,15 +354,22 @@ func (s *shard) prepareEndTxn(ctx context.Context, m *Meta, pid int64, epoch int
 	// exhausted epoch caused.
 	retryOnOverflow := v2 && m.PrevProducerID == pid && epoch == math.MaxInt16-1 && m.Epoch == 0
 	retryOnBump := v2 && m.Epoch == epoch+1
+	// retry: an end at this epoch is the retry of the finished one (version
+	// 1 has no other way to tell; version 2 tells by the bumped epoch).
+	retry := !v2 || retryOnBump || retryOnOverflow
 	var valid bool
 	switch {
 	case !v2:
 		// Version 1: the client's epoch must be the current one.
 		valid = epoch == m.Epoch
 	case m.State == PrepareCommit || m.State == PrepareAbort:
-		valid = retryOnBump
+		// The current epoch: the next transaction's end, come while this
+		// one completes (answered CONCURRENT_TRANSACTIONS below).
+		valid = retryOnBump || version >= 2 && epoch == m.Epoch
 	case m.State == CompleteCommit || m.State == CompleteAbort:
-		valid = retryOnBump || retryOnOverflow
+		// The current epoch: the end of a next transaction that never
+		// started on the coordinator (valid, never a retry).
+		valid = retryOnBump || retryOnOverflow || version >= 2 && epoch == m.Epoch
 	default:
 		valid = epoch == m.Epoch
 	}
@@ -364,34 +382,51 @@ func (s *shard) prepareEndTxn(ctx context.Context, m *Meta, pid int64, epoch int
 		return t, false, kerr.ConcurrentTransactions
 	}
 	commit := want == PrepareCommit
-	switch m.State {
-	case Ongoing:
+	end := func() (Transit, bool, *kerr.Error) {
 		next := noProducerID
 		if version >= 2 && epochExhausted(m.Epoch) {
 			id, e := s.c.env.NewProducerID(ctx)
 			if e != nil {
-				return t, false, e
+				return Transit{}, false, e
 			}
 			next = id
 		}
 		return m.prepareEnd(want, version, next, s.nowMs()), false, nil
+	}
+	// emptyAbort: a version 2 abort with nothing open (KIP-890).
+	emptyAbort := version >= 2 && !commit
+	switch m.State {
+	case Ongoing:
+		return end()
 	case CompleteCommit:
-		if commit {
+		switch {
+		case commit && retry:
 			return t, true, nil
+		case emptyAbort && !retry:
+			return end()
 		}
 	case CompleteAbort:
-		if !commit {
+		switch {
+		case !commit && retry:
 			return t, true, nil
+		case emptyAbort:
+			return end()
 		}
 	case PrepareCommit:
-		if commit {
+		// Not a retry: the next transaction's end waits, as every
+		// request does while a transition is in progress; its retry
+		// finds CompleteCommit.
+		if commit || !retry {
 			return t, false, kerr.ConcurrentTransactions
 		}
 	case PrepareAbort:
-		if !commit {
+		if !commit || !retry {
 			return t, false, kerr.ConcurrentTransactions
 		}
 	case Empty:
+		if emptyAbort {
+			return end()
+		}
 	default:
 		panic("txn " + m.ID + ": EndTxn in state " + string(m.State))
 	}

@@ -264,15 +264,60 @@ func (s *Server) verifyTxn(ctx context.Context, req *kmsg.ProduceRequest, pid in
 		}
 		res, e = tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, ask, add)
 	}
-	for _, tp := range ask {
-		pe := e
-		if pe == nil {
-			pe = res[tp]
+	answer := func(ask []txn.TopicPartition, res map[txn.TopicPartition]*kerr.Error, e *kerr.Error) {
+		for _, tp := range ask {
+			pe := e
+			if pe == nil {
+				pe = res[tp]
+			}
+			v.errs[tp] = produceVerifyError(pe, req.Version)
 		}
-		v.errs[tp] = produceVerifyError(pe, req.Version)
+	}
+	answer(ask, res, e)
+	// A marker of the producer's previous transaction landing on a
+	// partition while the coordinator is asked retires that partition's
+	// guard (RecordMarker), even when the answer is about the next
+	// transaction: the coordinator adds or confirms a partition only with
+	// no transition pending, so after every marker of the previous one.
+	// The guard seen once the answer is back tells the cases apart: still
+	// current, no marker landed before the answer arrived (a later one
+	// fails the append, as the guard is for); retired, the answer may
+	// postdate the marker, so the partition is verified anew under a fresh
+	// guard rather than refused (refused, a KIP-890 client takes the
+	// INVALID_TXN_STATE as fatal: franz-go's TestTxnEtl). Bounded: a round
+	// needs a marker of this producer on the partition meanwhile.
+	for round := 0; round < maxReverify; round++ {
+		var again []txn.TopicPartition
+		for _, sl := range slots {
+			g, asked := v.guards[sl.tp]
+			if !asked || !sl.txn || v.errs[sl.tp] != nil {
+				continue
+			}
+			cur, be := sl.p.BeginVerification(pid, epoch, sl.seq, add)
+			switch {
+			case be != nil:
+				v.errs[sl.tp] = be
+			case cur == 0:
+				// The transaction is open here now (another request
+				// of the producer started it): the batch continues it.
+				delete(v.guards, sl.tp)
+			case cur != g:
+				v.guards[sl.tp] = cur
+				again = append(again, sl.tp)
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
+		res, e := tb.VerifyTxn(vctx, *req.TransactionID, pid, epoch, again, add)
+		answer(again, res, e)
 	}
 	return v
 }
+
+// maxReverify bounds the verifications a produce starts anew because a
+// marker retired their guard while the coordinator was asked.
+const maxReverify = 3
 
 // produceVerifyError translates the coordinator's answer for a partition as
 // Kafka's ReplicaManager and AddPartitionsToTxnManager do: retriable

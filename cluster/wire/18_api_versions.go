@@ -9,9 +9,9 @@ package wire
 //   - v3+: the finalized feature transaction.version (1 or 2), by which
 //     clients choose between Kafka 3.x transactions and KIP-890's;
 //   - a version we do not know is answered at v0 with UNSUPPORTED_VERSION and
-//     the table (see decode) on a connection kept open, so the client can
-//     retry lower (KIP-511; Kafka's ApiVersionsRequest.getErrorResponse lists
-//     only ApiVersions' own range, which the table includes);
+//     ApiVersions' own range only (see decode), as Kafka's
+//     ApiVersionsRequest.getErrorResponse, on a connection kept open, so the
+//     client retries at our highest version (KIP-511);
 //     TestApiVersionsKIP511RetryOnSameConnection sends a v4 flexible request;
 //   - the response header is always v0 (KIP-511), even for flexible versions.
 

@@ -9,8 +9,12 @@ package wire
 // epoch; a retry of a finished end is answered with them again, while an
 // end of an older epoch is PRODUCER_FENCED. Below v5 the epoch stays
 // (Kafka 3.x): an end at the current epoch ends whatever transaction is
-// open. INVALID_TXN_STATE for an end that contradicts a finished one or
-// finds nothing open; CONCURRENT_TRANSACTIONS while one completes;
+// open. v5 takes an abort that finds nothing open (Empty, or a finished
+// end at the current epoch) and bumps the epoch: partitions join on
+// produce, so a client whose produces failed aborts not knowing whether
+// one registered (KIP-890, TransactionCoordinator.endTransaction).
+// INVALID_TXN_STATE for an end that contradicts a finished one or a commit
+// with nothing open; CONCURRENT_TRANSACTIONS while one completes;
 // PRODUCER_FENCED as INVALID_PRODUCER_EPOCH before v2.
 
 import (

@@ -29,7 +29,7 @@ func readResponse(t *testing.T, c net.Conn) (int32, []byte) {
 // ApiVersions v4 in the flexible layout (request header v2 with a tag
 // buffer, a body carrying its software name and version, as librdkafka and
 // the Java client do). KIP-511: the answer is a v0 ApiVersionsResponse,
-// header v0, error UNSUPPORTED_VERSION, listing the versions we support; the
+// header v0, error UNSUPPORTED_VERSION, listing ApiVersions' own versions; the
 // connection stays open, and the client's retry at our highest version is
 // answered in full on it.
 func TestApiVersionsKIP511RetryOnSameConnection(t *testing.T) {
@@ -68,8 +68,11 @@ func TestApiVersionsKIP511RetryOnSameConnection(t *testing.T) {
 			self = &v0.ApiKeys[i]
 		}
 	}
-	if self == nil || self.MinVersion != 0 || self.MaxVersion != 3 {
-		t.Fatalf("ApiVersions' own range missing or wrong in %+v", v0.ApiKeys)
+	if self == nil || self.MinVersion != 0 || self.MaxVersion != 3 || len(v0.ApiKeys) != 1 {
+		// Only ApiVersions' own range, as Kafka: a client given the
+		// whole table at v0 may keep it (franz-go does) and never learn
+		// the v3 features (transaction.version).
+		t.Fatalf("want only ApiVersions' own range 0-3 in %+v", v0.ApiKeys)
 	}
 
 	// The retry at v3 on the same connection.

@@ -64,9 +64,17 @@ func (s *Server) decode(frame []byte) (header, kmsg.Request, reply, error) {
 	if !known || hdr.version < api.versions.min || hdr.version > s.maxVersion(hdr.key) {
 		if hdr.key == 18 {
 			// ApiVersions must answer any version so the client can learn
-			// ours: a v0 body with UNSUPPORTED_VERSION and our table.
-			resp := s.apiVersionsResponse(0)
+			// ours: a v0 body with UNSUPPORTED_VERSION listing only
+			// ApiVersions' own range, as Kafka's
+			// ApiVersionsRequest.getErrorResponse does (KIP-511). The
+			// client retries at that version and learns the rest, with
+			// the v3+ features; a full table here is taken as final by
+			// franz-go, which then never sees transaction.version.
+			resp := kmsg.NewPtrApiVersionsResponse()
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			self := kmsg.NewApiVersionsResponseApiKey()
+			self.ApiKey, self.MinVersion, self.MaxVersion = 18, apis[18].versions.min, s.maxVersion(18)
+			resp.ApiKeys = append(resp.ApiKeys, self)
 			raw := encodeResponse(nil, hdr, resp)
 			return hdr, nil, reply{raw: raw}, nil
 		}

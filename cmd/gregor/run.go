@@ -14,6 +14,8 @@ import (
 	"gregor/history"
 	"gregor/nemesis"
 	"gregor/runtime"
+	"gregor/workloads/all"
+	"gregor/workloads/kit"
 )
 
 func init() { subcommands = append(subcommands, runCmd) }
@@ -22,6 +24,9 @@ func init() { subcommands = append(subcommands, runCmd) }
 // values as their defaults: the flags only parse; harness.Config validates.
 func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	def := harness.DefaultConfig()
+	// A user's producer runs with Kafka's defaults; so does gregor run's
+	// (clientDefaults resolves the ones that depend on other flags).
+	def.Idempotence, def.MaxInFlight = true, kit.KafkaMaxInFlight
 	*cfg = def
 	registerCluster(fl, &cfg.Cluster, def.Cluster)
 	fl.DurationVar(&cfg.TimeLimit, "time-limit", def.TimeLimit, "length of the fault phase")
@@ -34,8 +39,8 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.StringVar(&cfg.Acks, "acks", def.Acks, "producer acks: 0 | 1 | all")
 	fl.IntVar(&cfg.RF, "rf", def.RF, "replication factor of the test topic")
 	fl.IntVar(&cfg.Partitions, "partitions", def.Partitions, "partitions of the test topic (the keys)")
-	fl.BoolVar(&cfg.Idempotence, "idempotence", def.Idempotence, "enable.idempotence (needs --acks all)")
-	fl.IntVar(&cfg.MaxInFlight, "max-in-flight", def.MaxInFlight, "max.in.flight.requests.per.connection: records a producer keeps in flight, each send operation carrying that many (queue and group workloads; at most 5 with --idempotence)")
+	fl.BoolVar(&cfg.Idempotence, "idempotence", def.Idempotence, "enable.idempotence (needs --acks all); Kafka's default: on, and off when --acks is not all and this flag is not given (KIP-679)")
+	fl.IntVar(&cfg.MaxInFlight, "max-in-flight", def.MaxInFlight, "max.in.flight.requests.per.connection, Kafka's default 5: records a producer keeps in flight, each send operation carrying that many (queue and group workloads, one otherwise; at most 5 with --idempotence)")
 	fl.IntVar(&cfg.Retries, "retries", def.Retries, "producer retries per record (-1: franz-go's default, unbounded within --delivery-timeout)")
 	fl.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", def.DeliveryTimeout, "delivery.timeout.ms: bound on one send, retries included")
 	fl.StringSliceVar(&cfg.Nemeses, "nemesis", def.Nemeses, "faults, comma-separated: "+kindList()+" (none: no faults)")
@@ -46,13 +51,38 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.StringSliceVar(&cfg.Shapes, "partition-shapes", def.Shapes, "partition shapes to draw from (default all): isolate-one, isolate-leader, halves, majorities-ring, bridge")
 	fl.DurationVar(&cfg.SlowDelay, "slow-delay", def.SlowDelay, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
 	fl.Float64Var(&cfg.SlowLoss, "slow-loss", def.SlowLoss, "slow nemesis: packet loss percent")
-	fl.DurationVar(&cfg.LinkDelay, "link-delay", def.LinkDelay, "a standing delay on every node's links for the whole test (brokers further apart): widens the window of records a leader has acknowledged and its followers not yet fetched; at most 500ms")
+	fl.DurationVar(&cfg.LinkDelay, "link-delay", def.LinkDelay, "a standing delay on every node's links for the whole test (brokers further apart): widens the window of records a leader has acknowledged and its followers not yet fetched; at most 500ms; the harness's default on the process runtime: "+harness.ProcessLinkDelay.String()+" (0 elsewhere)")
 	fl.Int64Var(&cfg.Seed, "seed", def.Seed, "seed of the nemesis schedule and the workload (default: random, printed)")
 	fl.StringVar(&cfg.Schedule, "schedule", def.Schedule, "replay this schedule.json (a run directory's, or gregor shrink's) instead of drawing faults from --seed, which still seeds the workload; its kinds must be in --nemesis, its target --nemesis-target")
 	fl.StringVar(&cfg.Store, "store", def.Store, "store directory: <store>/<name>/<timestamp>/")
 	fl.StringVar(&cfg.Name, "name", def.Name, "test name (store subdirectory; default: the workload's name)")
 	fl.DurationVar(&cfg.MetadataInterval, "metadata-interval", def.MetadataInterval, "how often the topic's leaders and ISR are sampled into metadata.jsonl (100ms..5s)")
 	registerWorkloads(fl, cfg, def)
+}
+
+// clientDefaults resolves, where no flag was given, the producer defaults
+// that depend on other settings, as Kafka's ProducerConfig does: idempotence
+// is on unless acks is not all (KIP-679 turns it off then, when the user did
+// not ask for it), and only producers that pipeline keep Kafka's five
+// records in flight (the txn and eos workloads' send one at a time).
+func clientDefaults(fl *pflag.FlagSet, cfg *harness.Config) {
+	if !fl.Changed("idempotence") && cfg.Acks != "all" {
+		cfg.Idempotence = false
+	}
+	if !fl.Changed("max-in-flight") {
+		if d, ok := all.Workloads.Lookup(cfg.Workload); ok && !d.Pipelines() {
+			cfg.MaxInFlight = 0
+		}
+	}
+}
+
+// runtimeDefaults are the harness's own defaults that depend on the
+// runtime: a standing link delay on the process runtime, where every link
+// is loopback (harness.ProcessLinkDelay says why).
+func runtimeDefaults(fl *pflag.FlagSet, cfg *harness.Config, rt runtime.Runtime) {
+	if !fl.Changed("link-delay") && rt.Name() == "process" {
+		cfg.LinkDelay = harness.ProcessLinkDelay
+	}
 }
 
 func kindList() string {
@@ -77,9 +107,18 @@ processes; --runtime forces one), creates the test topic (--rf, --partitions,
 faults for --time-limit, heals everything, waits for recovery, reads every key
 back from offset 0 to its high watermark, and checks the history.
 
-Brokers get short timeouts by default so faults take effect within a test:
---session-timeout 3s (broker.session.timeout.ms) and --replica-lag-max 3s
-(replica.lag.time.max.ms). --nodes defaults to 3.
+Defaults. The producers run with Kafka's client defaults: acks=all,
+enable.idempotence on (off when --acks is not all and --idempotence is not
+given, as KIP-679 resolves it), max.in.flight.requests.per.connection 5,
+retries unbounded within the delivery timeout. The harness's own defaults
+are shorter timeouts, so that faults take effect within a test:
+--delivery-timeout 5s (Kafka: 120s), the brokers' --session-timeout 3s
+(broker.session.timeout.ms, Kafka: 9s) and --replica-lag-max 3s
+(replica.lag.time.max.ms, Kafka: 30s); and, on the process runtime, a
+standing --link-delay 50ms: every link there is loopback, where a follower
+copies a record within a millisecond, so without it a leader rarely holds an
+acknowledged tail its followers lack (a real network between zones does).
+--nodes defaults to 3.
 
 Faults (--nemesis, comma-separated): kill, stop, pause, partition (a shape is
 drawn per fault: isolate-one, isolate-leader, halves, majorities-ring, bridge),
@@ -136,6 +175,7 @@ Exit status (as gregor check):
 			if !cmd.Flags().Changed("seed") {
 				cfg.Seed = rand.Int64N(1 << 53) // fits a JSON number exactly
 			}
+			clientDefaults(cmd.Flags(), &cfg)
 			err := refuseOwnFlags(cmd.Flags(), cfg.Workload)
 			// An external cluster's shape (its brokers) is known only once
 			// it answers: harness.Run validates then (harness/attach.go).
@@ -157,6 +197,7 @@ Exit status (as gregor check):
 			if err != nil {
 				return &exitError{checkBadInput, err}
 			}
+			runtimeDefaults(cmd.Flags(), &cfg, rt)
 			test := harness.Test{Config: cfg, Runtime: rt, Binary: bin, Progress: errOut}
 			if _, ok := rt.(runtime.Attached); ok {
 				// The topic settings not asked for are the cluster's own.

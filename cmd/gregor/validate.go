@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"gregor/internal/atomicfile"
 	"gregor/matrix"
 	"gregor/reports"
 	"gregor/validate"
@@ -27,6 +29,8 @@ func validateCmd() *cobra.Command {
 		bugs                     []string
 		out, runtimeName         string
 		reportOnly, generic      bool
+		controls                 bool
+		seeds                    int
 		resume                   bool
 		config                   string
 	)
@@ -50,8 +54,13 @@ report of every run, with the validation table on top). Exit status 0 when
 every target is met, 1 when one is not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if generic {
-				return runGeneric(cmd, config, bugs, out, runtimeName, parallel, reportOnly, resume)
+			switch {
+			case generic && controls:
+				return &exitError{2, errors.New("--generic and --controls are two modes: give one")}
+			case generic:
+				return runSpecMode(cmd, genericMode(bugs), config, out, runtimeName, parallel, reportOnly, resume)
+			case controls:
+				return runSpecMode(cmd, controlsMode(seeds), config, out, runtimeName, parallel, reportOnly, resume)
 			}
 			var results []reports.Cell
 			if reportOnly {
@@ -78,7 +87,7 @@ every target is met, 1 when one is not.`,
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(out, "validate.json"), append(b, '\n'), 0o644); err != nil {
+			if err := atomicfile.WriteFile(filepath.Join(out, "validate.json"), append(b, '\n'), 0o644); err != nil {
 				return err
 			}
 			sum.WriteTable(cmd.OutOrStdout())
@@ -100,58 +109,107 @@ every target is met, 1 when one is not.`,
 	fl.StringVar(&out, "out", filepath.Join("store", "validate"), "output directory")
 	fl.StringVar(&runtimeName, "runtime", "", "runtime for every run (default: gregor run's auto)")
 	fl.BoolVar(&generic, "generic", false, "generic detection: run --config's nemeses and settings on its safe rows with each planted bug (--bugs, default every one) and once without, and print the bug x nemesis table (OUT/generic.json)")
-	fl.StringVar(&config, "config", "matrix/default.yaml", "with --generic: the matrix whose nemeses and settings are used")
+	fl.BoolVar(&controls, "controls", false, "controls of every row: run every cell of --config on the correct cluster (--seeds per cell) and print, per configuration, the runs that showed an anomaly its theory forbids, with their 95% Wilson interval (OUT/controls.json); exit 1 on any")
+	fl.IntVar(&seeds, "seeds", 0, "with --controls: seeds 1..N per cell (default: the matrix's own)")
+	fl.StringVar(&config, "config", "matrix/default.yaml", "with --generic or --controls: the matrix whose rows, nemeses and settings are used")
 	fl.BoolVar(&resume, "resume", false, "reuse the runs an interrupted validate into the same --out finished (same arguments) and run the rest")
 	fl.BoolVar(&reportOnly, "report-only", false, "run nothing: summarize the runs already in --out again (table, validate.json, index.html)")
 	return cmd
 }
 
-// runGeneric is gregor validate --generic.
-func runGeneric(cmd *cobra.Command, config string, bugs []string, out, runtimeName string, parallel int, reportOnly, resume bool) error {
+// specMode is a validate mode over a matrix file's cells: --generic
+// (planted bugs on its safe rows) or --controls (every row, no bug).
+type specMode struct {
+	name string // the mode's flag, for the banner and the messages
+	out  string // its default --out
+	json string // the summary's file in --out
+	// cells makes the mode's cells and says what they are.
+	cells func(*matrix.Spec) ([]matrix.Cell, string, error)
+	// summarize tabulates the runs; the summary prints itself and says
+	// whether the mode's target is met (else the error says which).
+	summarize func(*matrix.Spec, []reports.Cell) (modeSummary, error)
+}
+
+type modeSummary interface{ WriteTable(io.Writer) }
+
+// runSpecMode runs (or, with --report-only, reads again) a specMode's cells,
+// writes the matrix report and the summary, and exits 1 below target.
+func runSpecMode(cmd *cobra.Command, m specMode, config, out, runtimeName string, parallel int, reportOnly, resume bool) error {
 	spec, err := matrix.Load(config)
 	if err != nil {
 		return &exitError{2, err}
 	}
 	if !cmd.Flags().Changed("out") {
-		out = filepath.Join("store", "validate-generic")
+		out = m.out
 	}
 	var results []reports.Cell
 	if reportOnly {
 		if results, err = reports.ReadResults(filepath.Join(out, reports.MatrixResults)); err != nil {
-			return &exitError{2, fmt.Errorf("--report-only: %w (give the --out of an earlier gregor validate --generic)", err)}
+			return &exitError{2, fmt.Errorf("--report-only: %w (give the --out of an earlier gregor validate %s)", err, m.name)}
 		}
 	} else {
-		if len(bugs) == 0 {
-			bugs = validate.BugNames()
-		}
-		cells, err := validate.GenericCells(spec, bugs)
+		cells, what, err := m.cells(spec)
 		if err != nil {
 			return &exitError{2, err}
 		}
-		banner := fmt.Sprintf("validate --generic: matrix %s's nemeses on its safe rows, %d planted bugs and a control: %d runs, %d at a time",
-			spec.Name, len(bugs), len(cells), parallel)
+		banner := fmt.Sprintf("validate %s: matrix %s, %s: %d runs, %d at a time", m.name, spec.Name, what, len(cells), parallel)
 		if results, err = runCells(cmd, cells, banner, out, parallel, resume, runtimeName); err != nil {
 			return err
 		}
 	}
-	sum := validate.SummarizeGeneric(spec.Name, results)
-	if err := reports.WriteMatrix(out, "gregor validate --generic "+spec.Name, results); err != nil {
+	sum, below := m.summarize(spec, results)
+	if err := reports.WriteMatrix(out, "gregor validate "+m.name+" "+spec.Name, results); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, "generic.json"), append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(out, m.json), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
 	sum.WriteTable(cmd.OutOrStdout())
 	abs, _ := filepath.Abs(filepath.Join(out, reports.MatrixIndex))
-	fmt.Fprintf(cmd.OutOrStdout(), "generic detection report: %s\n", abs)
-	if !sum.Pass {
-		return &exitError{1, errors.New("generic detection below target: a planted bug no nemesis of the matrix caught, or a control run that failed, crashed or ended unknown")}
+	fmt.Fprintf(cmd.OutOrStdout(), "validate %s report: %s\n", m.name, abs)
+	if below != nil {
+		return &exitError{1, below}
 	}
 	return nil
+}
+
+// genericMode is gregor validate --generic.
+func genericMode(bugs []string) specMode {
+	return specMode{name: "--generic", out: filepath.Join("store", "validate-generic"), json: "generic.json",
+		cells: func(spec *matrix.Spec) ([]matrix.Cell, string, error) {
+			if len(bugs) == 0 {
+				bugs = validate.BugNames()
+			}
+			cells, err := validate.GenericCells(spec, bugs)
+			return cells, fmt.Sprintf("its nemeses on its safe rows, %d planted bugs and a control", len(bugs)), err
+		},
+		summarize: func(spec *matrix.Spec, results []reports.Cell) (modeSummary, error) {
+			sum := validate.SummarizeGeneric(spec.Name, results)
+			if !sum.Pass {
+				return sum, errors.New("generic detection below target: a planted bug no nemesis of the matrix caught, or a control run that failed, crashed or ended unknown")
+			}
+			return sum, nil
+		}}
+}
+
+// controlsMode is gregor validate --controls.
+func controlsMode(seeds int) specMode {
+	return specMode{name: "--controls", out: filepath.Join("store", "validate-controls"), json: "controls.json",
+		cells: func(spec *matrix.Spec) ([]matrix.Cell, string, error) {
+			cells, err := validate.ControlCells(spec, seeds)
+			return cells, "every row and nemesis on the correct cluster", err
+		},
+		summarize: func(spec *matrix.Spec, results []reports.Cell) (modeSummary, error) {
+			sum := validate.SummarizeControls(spec.Name, results)
+			if !sum.Pass {
+				return sum, errors.New("controls below target: a run of the correct cluster showed an anomaly its row's theory forbids (a false alarm to root-cause), or crashed or ended unknown")
+			}
+			return sum, nil
+		}}
 }
 
 // runCells runs a validation plan's cells through `gregor run`

@@ -64,6 +64,10 @@ const (
 	// operation carries that many records, and the history's operations
 	// stay small.
 	MaxInFlightLimit = 16
+	// KafkaMaxInFlight is Kafka's default
+	// max.in.flight.requests.per.connection (ProducerConfig): what a user's
+	// producer runs with unless told otherwise, and so `gregor run`'s.
+	KafkaMaxInFlight = 5
 )
 
 // Validate checks the settings every workload's producers are made from,

@@ -1,0 +1,126 @@
+package faultnet
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// memEcho serves a line echo on addr of network m through layer l.
+func memEcho(t *testing.T, l *Layer, addr string) net.Listener {
+	t.Helper()
+	ln, err := l.Listen(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if _, err := io.WriteString(c, line); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln
+}
+
+// TestMemFaultsOnVirtualTime: over the in-memory network, in a bubble, a
+// partition stalls a round trip until its deadline and a heal restores it,
+// and a link delay costs exactly its delay per write, on virtual time.
+func TestMemFaultsOnVirtualTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMem()
+		server, client := NewOn("127.0.0.1", m), NewOn("127.0.0.2", m)
+		memEcho(t, server, "127.0.0.1:9092")
+		c, err := client.Dial(context.Background(), "tcp", "127.0.0.1:9092")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := roundTrip(c, 5*time.Second); err != nil {
+			t.Fatalf("healthy round trip: %v", err)
+		}
+		client.Set(Rules{Drop: []string{"127.0.0.1"}})
+		start := time.Now()
+		err = roundTrip(c, 300*time.Millisecond)
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("round trip across a partition: %v, want a timeout", err)
+		}
+		if d := time.Since(start); d != 300*time.Millisecond {
+			t.Fatalf("stalled %v, want the deadline's 300ms", d)
+		}
+		client.Set(Rules{})
+		c2, err := client.Dial(context.Background(), "tcp", "127.0.0.1:9092")
+		if err != nil {
+			t.Fatalf("dial after heal: %v", err)
+		}
+		defer c2.Close()
+		server.Set(Rules{DelayMs: 40})
+		start = time.Now()
+		if err := roundTrip(c2, 5*time.Second); err != nil {
+			t.Fatalf("round trip after heal: %v", err)
+		}
+		if d := time.Since(start); d != 40*time.Millisecond {
+			t.Fatalf("delayed round trip took %v, want the server's 40ms", d)
+		}
+	})
+}
+
+// TestMemCloseHost: a killed host's connections close as the kernel closes a
+// dead process's sockets (the peer reads EOF), its listener is gone (dials
+// are refused), and writes are buffered without a reader up to the buffer.
+func TestMemCloseHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMem()
+		ln, err := m.Listen("127.0.0.1:9092")
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err == nil {
+				accepted <- c
+			}
+		}()
+		c, err := m.Dial(context.Background(), "127.0.0.2", "127.0.0.1:9092")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := <-accepted
+		if got := s.RemoteAddr().String(); got != c.LocalAddr().String() {
+			t.Fatalf("server sees %s, client is %s", got, c.LocalAddr())
+		}
+		if n, err := c.Write(make([]byte, memBuffer)); err != nil || n != memBuffer {
+			t.Fatalf("buffered write: %d, %v", n, err)
+		}
+		m.CloseHost("127.0.0.1")
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("read from a killed host: %v, want EOF", err)
+		}
+		if _, err := m.Dial(context.Background(), "127.0.0.2", "127.0.0.1:9092"); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("dial to a killed host: %v, want connection refused", err)
+		}
+	})
+}
