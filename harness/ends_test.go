@@ -304,17 +304,17 @@ func TestEndsInCheck(t *testing.T) {
 	assertNoBrokers(t, tmp)
 }
 
-// kfake is a foreign Kafka-protocol cluster (franz-go's kfake, 3 brokers
+// kfakeProc is a foreign Kafka-protocol cluster (franz-go's kfake, 3 brokers
 // in one process: `gregor kfake`) for the external runtime, and its pid
 // file for the fault file's commands.
-type kfake struct {
+type kfakeProc struct {
 	dir, pidFile, bootstrap string
 	cmd                     *exec.Cmd
 }
 
-func startKfake(t *testing.T) *kfake {
+func startKfake(t *testing.T) *kfakeProc {
 	t.Helper()
-	k := &kfake{dir: t.TempDir()}
+	k := &kfakeProc{dir: t.TempDir()}
 	k.pidFile = filepath.Join(k.dir, "pid")
 	var ports, addrs []string
 	var ls []net.Listener
@@ -373,7 +373,7 @@ func startKfake(t *testing.T) *kfake {
 
 // faults writes a fault file of kill and start commands (sh, the pid file
 // as $P) and returns its path.
-func (k *kfake) faults(t *testing.T, kill, start string) string {
+func (k *kfakeProc) faults(t *testing.T, kill, start string) string {
 	t.Helper()
 	path := filepath.Join(k.dir, "faults.yaml")
 	q := func(s string) string { return strings.ReplaceAll(s, "$P", k.pidFile) }
@@ -385,7 +385,7 @@ func (k *kfake) faults(t *testing.T, kill, start string) string {
 }
 
 // externalRun is gregor run on the external runtime against k.
-func externalRun(t *testing.T, k *kfake, faults string, args ...string) []string {
+func externalRun(t *testing.T, k *kfakeProc, faults string, args ...string) []string {
 	store := t.TempDir()
 	return append([]string{"run", "--runtime", "external", "--bootstrap", k.bootstrap, "--faults", faults,
 		"--store", store, "--seed", "7", "--min-isr", "1", "--unclean=false", "--rate", "100",

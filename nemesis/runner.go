@@ -246,6 +246,16 @@ func (r *Runner) applyWhole(ctx context.Context, k Kind, a Action) error {
 		}
 	})
 	defer stop()
+	// The run's own end (Interrupt) cuts it too, after the deadline as
+	// before it: fctx's error stays DeadlineExceeded once the time limit
+	// passed, so a SIGTERM then is seen only through Interrupt.
+	if r.Interrupt != nil {
+		if r.Interrupt.Err() != nil {
+			cancel()
+		}
+		stopI := context.AfterFunc(r.Interrupt, cancel)
+		defer stopI()
+	}
 	return r.apply(actx, k, a)
 }
 
