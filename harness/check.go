@@ -54,6 +54,11 @@ func CheckRun(historyPath string, o CheckOptions) (*history.Run, checker.Result,
 	if err != nil {
 		return run, res, err
 	}
+	aw, err := readAwaited(run.Dir)
+	if err != nil {
+		return run, res, err
+	}
+	applyAwaited(&res, aw)
 	res.Warnings = append(append(append([]string(nil), run.Warnings...), o.Warnings...), res.Warnings...)
 	if !o.Store {
 		return run, res, nil

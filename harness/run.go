@@ -136,7 +136,10 @@ func Run(ctx context.Context, t Test) (*Report, error) {
 	if err := r.teardown(); err != nil {
 		return r.rep, err
 	}
-	return r.check()
+	if ctx.Err() != nil {
+		return r.interrupted()
+	}
+	return r.check(ctx)
 }
 
 // admit refuses, before anything is written, a test that cannot run: an
@@ -203,6 +206,11 @@ type run struct {
 	progressWG      sync.WaitGroup
 	cancelWorkload  context.CancelFunc
 	workloadWG      sync.WaitGroup
+	// healStarted: the heal phase began (a run cut short before it heals
+	// a foreign cluster on its way out).
+	healStarted bool
+	// awaited is what a passed bound left unfinished (awaited.json).
+	awaited []Awaited
 }
 
 // errCutShort is a setup step that ended because the run's context did.
@@ -392,6 +400,9 @@ func (r *run) faultCounts() (done, active int) { return r.runner.Done(), r.runne
 func (r *run) faults(ctx context.Context) {
 	r.pr.set("faults")
 	fctx, cancel := context.WithTimeout(ctx, r.t.TimeLimit)
+	// A step in force when the time limit ends is undone past fctx's
+	// deadline, but not past the run's end.
+	r.runner.Interrupt = ctx
 	r.runner.Run(fctx, r.rep.Schedule)
 	<-fctx.Done()
 	cancel()
@@ -405,6 +416,7 @@ func (r *run) faults(ctx context.Context) {
 // flow again, held requests go out now).
 func (r *run) heal(ctx context.Context) {
 	r.pr.set("heal")
+	r.healStarted = true
 	hctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := nemesis.HealAll(hctx, r.c, r.dir.hist, r.epoch); err != nil {
@@ -421,11 +433,13 @@ func (r *run) heal(ctx context.Context) {
 func (r *run) recovery(ctx context.Context) {
 	r.pr.set("recovery")
 	rctx, cancel := context.WithTimeout(ctx, r.t.RecoveryTimeout)
-	if err := WaitHealthy(rctx, r.bootstrap, r.t.topic()); err != nil {
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("recovery: not healthy within %v: %v", r.t.RecoveryTimeout, err))
+	if err := WaitHealthy(rctx, r.bootstrap, r.t.topic()); err != nil && ctx.Err() == nil {
+		msg := fmt.Sprintf("recovery: not healthy within %v: %v", r.t.RecoveryTimeout, err)
+		r.rep.Notes = append(r.rep.Notes, msg)
+		r.awaited = append(r.awaited, Awaited{Phase: "recovery", Bound: r.t.RecoveryTimeout.String(), What: err.Error()})
 	}
 	cancel()
-	r.stopWorkload()
+	r.stopWorkload(ctx)
 }
 
 // finalReads ends the partition-state sampling (which ran through
@@ -439,8 +453,40 @@ func (r *run) finalReads(ctx context.Context) error {
 	r.pr.set("final-read")
 	frctx, cancel := context.WithTimeout(ctx, r.t.FinalReadTimeout)
 	defer cancel()
-	if err := r.wl.FinalRead(frctx); err != nil {
+	// Every poll of a final read is bounded and its loops end with frctx;
+	// a read still running interruptGrace after frctx ended (a client's
+	// Close waiting on a broker that does not answer) is left behind: its
+	// later writes to the closed history are refused.
+	done := make(chan error, 1)
+	go func() { done <- r.wl.FinalRead(frctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-frctx.Done():
+		select {
+		case err = <-done:
+		case <-time.After(interruptGrace):
+			err = fmt.Errorf("final read: still running %v after its bound; left behind", interruptGrace)
+		}
+	}
+	if err != nil {
 		r.rep.Notes = append(r.rep.Notes, err.Error())
+		// A read cut short (by its bound, or its own rounds and re-assigns
+		// running out) cannot tell lost from late: the check says unknown
+		// rather than pass (or fail on unseen records). A log found short
+		// of acknowledged records is a finding, not a read cut short.
+		if ctx.Err() == nil && !errors.Is(err, kit.ErrLogGone) {
+			bound := r.t.FinalReadTimeout.String()
+			if frctx.Err() == nil {
+				bound = "its rounds"
+			}
+			r.awaited = append(r.awaited, Awaited{Phase: "final-read", Bound: bound, What: err.Error(), Decisive: true})
+		}
+	}
+	if len(r.awaited) > 0 {
+		if werr := writeAwaited(r.dir.path, r.awaited); werr != nil {
+			r.rep.Notes = append(r.rep.Notes, werr.Error())
+		}
 	}
 	return nil
 }
@@ -458,12 +504,32 @@ func (r *run) teardown() error {
 }
 
 // check reads the stored run back, as a later `gregor check` would see
-// it, and records in schedule.json the nodes each step hit.
-func (r *run) check() (*Report, error) {
+// it, and records in schedule.json the nodes each step hit. The history
+// is closed and complete by now: a cancellation ends the run at once
+// with ErrInterrupted (the check's goroutine is abandoned; porcupine's
+// budget per key bounds it) and `gregor check DIR` checks it later.
+func (r *run) check(ctx context.Context) (*Report, error) {
 	r.pr.set("check")
 	r.rep.Faults = r.c.Capabilities().String()
-	run, res, err := CheckRun(r.dir.path.History(), CheckOptions{Store: true, Faults: r.rep.Faults, Warnings: r.warnings,
-		Checker: checker.Options{KeyTimeout: r.t.CheckTimeout}})
+	type checked struct {
+		run *history.Run
+		res checker.Result
+		err error
+	}
+	done := make(chan checked, 1)
+	go func() {
+		run, res, err := CheckRun(r.dir.path.History(), CheckOptions{Store: true, Faults: r.rep.Faults, Warnings: r.warnings,
+			Checker: checker.Options{KeyTimeout: r.t.CheckTimeout}})
+		done <- checked{run, res, err}
+	}()
+	var c checked
+	select {
+	case c = <-done:
+	case <-ctx.Done():
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("check interrupted: the history is complete; gregor check %s checks it", r.dir.path))
+		return r.rep, ErrInterrupted
+	}
+	run, res, err := c.run, c.res, c.err
 	if err != nil {
 		return r.rep, fmt.Errorf("check: %w", err)
 	}
@@ -480,7 +546,23 @@ func (r *run) check() (*Report, error) {
 // store failing): the workload stopped, the history closed, the cluster
 // torn down.
 func (r *run) interrupted() (*Report, error) {
-	r.stopWorkload()
+	healed := make(chan error, 1)
+	if r.runner != nil && !r.healStarted && runtime.IsForeign(r.t.Runtime) {
+		// A cluster gregor did not boot outlives the run: undo the faults
+		// in force, best effort and bounded, while the workload stops
+		// (gregor's own clusters are torn down instead).
+		go func() {
+			hctx, cancel := context.WithTimeout(r.lasting, interruptHeal)
+			defer cancel()
+			healed <- nemesis.HealAll(hctx, r.c, r.dir.hist, r.epoch)
+		}()
+	} else {
+		healed <- nil
+	}
+	r.stopWorkload(r.cutShort())
+	if err := <-healed; err != nil {
+		r.rep.Notes = append(r.rep.Notes, "heal on the way out: "+err.Error())
+	}
 	err := r.closeHistory()
 	r.closeCluster()
 	if err != nil {
@@ -492,7 +574,7 @@ func (r *run) interrupted() (*Report, error) {
 // release gives back whatever the run still holds, in the reverse order
 // of taking it; what a phase already gave back is not given twice.
 func (r *run) release() {
-	r.stopWorkload()
+	r.stopWorkload(r.cutShort())
 	r.stopProgress()
 	if r.topo != nil {
 		r.topo.Close()
@@ -505,12 +587,56 @@ func (r *run) release() {
 	r.closeHistory()
 }
 
-// stopWorkload ends the workload and waits for the operations in flight
-// (each bounded by the delivery or poll timeout).
-func (r *run) stopWorkload() {
-	if r.cancelWorkload != nil {
-		r.cancelWorkload()
-		r.workloadWG.Wait()
+// interruptGrace is how long a run cut short waits for what it stopped
+// (the workload's operations in flight, a final read) before leaving it
+// behind: a SIGTERM ends a run within seconds.
+const interruptGrace = 3 * time.Second
+
+// interruptHeal bounds the heal of a foreign cluster by a run cut short
+// before its heal phase.
+const interruptHeal = 5 * time.Second
+
+// stopSlack is added to the delivery timeout to bound the wait for a
+// stopping workload that was not cut short: each send is bounded by the
+// delivery timeout plus 5 s and each poll by the poll timeout, but a
+// client's Close may wait on a broker that does not answer.
+const stopSlack = 30 * time.Second
+
+// cutShort is an already-ended context: the stop of a run cut short.
+func (r *run) cutShort() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// stopWorkload ends the workload and waits for the operations in flight,
+// at most the delivery timeout plus stopSlack, and at most interruptGrace
+// once ctx ended. Operations still in flight then are left behind: they
+// stay invoked-only in the history (indeterminate, as the checker treats
+// an operation without a completion), and their later writes are refused
+// by the closed history.
+func (r *run) stopWorkload(ctx context.Context) {
+	if r.cancelWorkload == nil {
+		return
+	}
+	r.cancelWorkload()
+	r.cancelWorkload = nil
+	done := make(chan struct{})
+	go func() { r.workloadWG.Wait(); close(done) }()
+	bound := time.NewTimer(r.t.DeliveryTimeout + stopSlack)
+	defer bound.Stop()
+	select {
+	case <-done:
+		return
+	case <-bound.C:
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("workload: still stopping %v after the phase ended; its operations in flight were left open", r.t.DeliveryTimeout+stopSlack))
+		return
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+	case <-time.After(interruptGrace):
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("workload: still stopping %v after the run was cut short; its operations in flight were left open", interruptGrace))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -88,10 +89,16 @@ func WaitHealthy(ctx context.Context, bootstrap []string, t TopicSpec) error {
 		return err
 	}
 	defer cl.Close()
+	// last is the last answer that said what is missing; a round cut by
+	// ctx ending says nothing.
 	var last error
 	for {
-		if last = healthy(ctx, cl, t); last == nil {
+		err := healthy(ctx, cl, t)
+		if err == nil {
 			return nil
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err
 		}
 		if !sleep.For(ctx, 200*time.Millisecond) {
 			return fmt.Errorf("topic %s not healthy: %v", t.Name, last)
@@ -104,7 +111,7 @@ func healthy(ctx context.Context, cl *kgo.Client, t TopicSpec) error {
 	defer cancel()
 	md, err := runtime.AskMetadata(ctx, cl, 3*time.Second, t.Name)
 	if err != nil {
-		return err
+		return fmt.Errorf("no broker answered Metadata, so every partition of %s (%d) is awaited: %w", t.Name, t.Partitions, err)
 	}
 	if len(md.Brokers) == 0 {
 		return fmt.Errorf("metadata lists no broker")
@@ -125,17 +132,25 @@ func healthy(ctx context.Context, cl *kgo.Client, t TopicSpec) error {
 		if len(td.Partitions) != t.Partitions {
 			return fmt.Errorf("broker %d: topic %s has %d partitions of %d", b, t.Name, len(td.Partitions), t.Partitions)
 		}
+		// Every partition short of a leader or a full ISR is named: a
+		// recovery that times out says what it still awaited.
+		var short []string
 		for _, p := range td.Partitions {
 			if p.Leader < 0 {
-				return fmt.Errorf("broker %d: %s/%d has no leader", b, t.Name, p.Partition)
+				short = append(short, fmt.Sprintf("%s/%d has no leader", t.Name, p.Partition))
+				continue
 			}
 			if len(p.ISR) < t.RF {
-				return fmt.Errorf("broker %d: %s/%d ISR %v of %d replicas", b, t.Name, p.Partition, p.ISR, t.RF)
+				short = append(short, fmt.Sprintf("%s/%d ISR %v of %d replicas", t.Name, p.Partition, p.ISR, t.RF))
+				continue
 			}
 			if l, ok := leaders[p.Partition]; ok && l != p.Leader {
 				return fmt.Errorf("%s/%d: brokers disagree on the leader (%d, %d)", t.Name, p.Partition, l, p.Leader)
 			}
 			leaders[p.Partition] = p.Leader
+		}
+		if len(short) > 0 {
+			return fmt.Errorf("broker %d: %s", b, strings.Join(short, ", "))
 		}
 	}
 	return nil

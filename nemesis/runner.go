@@ -17,8 +17,11 @@ import (
 // end to the history.
 type Runner struct {
 	Cluster runtime.Cluster
-	Topo    Topology
-	History *history.Writer
+	// Interrupt, if set, is the run's own context: its end (SIGTERM) cuts
+	// short the undo of a step in force, which outlives the step's ctx.
+	Interrupt context.Context
+	Topo      Topology
+	History   *history.Writer
 	// Epoch is the test's time zero (history times are nanoseconds since it).
 	Epoch  time.Time
 	Target Target
@@ -194,7 +197,7 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	}
 	r.write(string(st.Kind), start, r.applyWhole(ctx, st.Kind, a))
 	sleep.For(ctx, st.Hold)
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
+	uctx, cancel := r.undoContext(ctx)
 	defer cancel()
 	r.write(undoVerb(st.Kind), v, r.undo(uctx, st.Kind, a))
 }
@@ -254,6 +257,16 @@ func (r *Runner) applyWhole(ctx context.Context, k Kind, a Action) error {
 		}
 	})
 	defer stop()
+	// The run's own end (Interrupt) cuts it too, after the deadline as
+	// before it: fctx's error stays DeadlineExceeded once the time limit
+	// passed, so a SIGTERM then is seen only through Interrupt.
+	if r.Interrupt != nil {
+		if r.Interrupt.Err() != nil {
+			cancel()
+		}
+		stopI := context.AfterFunc(r.Interrupt, cancel)
+		defer stopI()
+	}
 	return r.apply(actx, k, a)
 }
 

@@ -147,7 +147,7 @@ func (r *Runner) scenario(ctx context.Context, st Step, v history.NemesisValue) 
 	defer func() {
 		// Undo whatever ran, whatever ctx says: the next step (or the heal
 		// phase) must find every node up and every link whole.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
+		uctx, cancel := r.undoContext(ctx)
 		defer cancel()
 		err := errors.Join(c.Heal(uctx), eachNode(uctx, killed, c.Start))
 		ev := v
@@ -221,6 +221,21 @@ func (r *Runner) scenario(ctx context.Context, st Step, v history.NemesisValue) 
 		}
 		hold(st.Hold)
 	}
+}
+
+// undoContext is the context of a step's undo: it outlives ctx (the
+// time limit's deadline ends the step, whose undo must still run), for at
+// most the undo timeout, and ends with Interrupt (the run cut short).
+func (r *Runner) undoContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
+	if r.Interrupt == nil {
+		return uctx, cancel
+	}
+	if r.Interrupt.Err() != nil {
+		cancel() // AfterFunc would cancel asynchronously: a command could start
+	}
+	stop := context.AfterFunc(r.Interrupt, cancel)
+	return uctx, func() { stop(); cancel() }
 }
 
 func (r *Runner) undoTimeout() time.Duration {

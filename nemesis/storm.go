@@ -69,7 +69,7 @@ func (r *Runner) storm(ctx context.Context, st Step, v history.NemesisValue) {
 		pv.Led, pv.LedError = nil, ""
 		// The node comes back whatever ctx says: a storm leaves no node down.
 		time.Sleep(down)
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.undoTimeout())
+		uctx, cancel := r.undoContext(ctx)
 		pv.Phase = "start"
 		r.write(kind, pv, eachNode(uctx, a.Nodes, c.Start))
 		cancel()

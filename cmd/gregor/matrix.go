@@ -2,12 +2,9 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -69,7 +66,7 @@ allowed anomalies are findings ("unsafe configuration demonstrated").`,
 			if out == "" {
 				out = filepath.Join("store", "matrix-"+spec.Name)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptContext(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
 			fmt.Fprintf(cmd.ErrOrStderr(), "matrix %s: %d cells, %d at a time\n", spec.Name, len(cells), max(1, parallel))
 			r := &matrix.Runner{Binary: bin, Out: out, Parallel: parallel, Progress: cmd.ErrOrStderr(), Resume: resume}

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -185,9 +182,13 @@ Exit status (as gregor check):
   1  a forbidden anomaly was found
   2  bad input: an impossible configuration, refused before booting, or a
      stored file damaged before its last line (named with its line)
-  3  unknown: a check could not finish, or the run was interrupted
+  3  unknown: a check could not finish, or the run was interrupted (the
+     first Ctrl-C or SIGTERM: every phase ends within seconds, the history
+     stays readable by gregor check)
   4  the store cannot be written (read-only, disk full): the error names the
-     path; the run stops, and what it wrote stays readable by gregor check`,
+     path; the run stops, and what it wrote stays readable by gregor check
+  130, 143  a second Ctrl-C (130) or SIGTERM (143) ended it at once, after
+     killing the fault commands still running`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("seed") {
@@ -226,7 +227,7 @@ Exit status (as gregor check):
 				// In gregor-sim the bubble's context is cmd's (sim_test.go):
 				// a signal channel made in a bubble cannot hear the host.
 				var stop context.CancelFunc
-				ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+				ctx, stop = interruptContext(ctx, errOut)
 				defer stop()
 			}
 			rt, err := pickTarget(ctx, target, errOut)

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -81,7 +79,7 @@ Exit status:
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptContext(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
 			rt, err := pickRuntime(ctx, runtimeName, errOut)
 			if err != nil {

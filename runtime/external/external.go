@@ -277,6 +277,48 @@ func errSuffix(e string) string {
 	return " (" + e + ")"
 }
 
+// running are the process groups of the fault commands running now.
+var running = &groups{pgids: map[int]bool{}}
+
+type groups struct {
+	mu     sync.Mutex
+	pgids  map[int]bool
+	killed bool
+}
+
+// start starts cmd and records its process group, unless KillCommands
+// ran: a process on its way out starts no command.
+func (g *groups) start(cmd *exec.Cmd) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.killed {
+		return errors.New("not started: gregor is exiting")
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	g.pgids[cmd.Process.Pid] = true
+	return nil
+}
+
+func (g *groups) remove(pgid int) {
+	g.mu.Lock()
+	delete(g.pgids, pgid)
+	g.mu.Unlock()
+}
+
+// KillCommands SIGKILLs the process group of every fault command running
+// now: a process exiting at once (a second SIGTERM) calls it, since its
+// contexts, which kill them otherwise, end with it unseen.
+func KillCommands() {
+	running.mu.Lock()
+	defer running.mu.Unlock()
+	running.killed = true
+	for pgid := range running.pgids {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+}
+
 // runCommand runs line with sh -c, bounded by timeout; the whole process
 // group is killed when the bound passes.
 func runCommand(ctx context.Context, line string, timeout time.Duration) history.NemesisCommand {
@@ -289,7 +331,11 @@ func runCommand(ctx context.Context, line string, timeout time.Duration) history
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err := cmd.Run()
+	err := running.start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+		running.remove(cmd.Process.Pid)
+	}
 	res := history.NemesisCommand{Command: line, Duration: time.Since(start).Round(time.Millisecond).String()}
 	o := out.Bytes()
 	if len(o) > MaxOutput {

@@ -248,7 +248,7 @@ func (w *Workload) produceInput(ctx context.Context) {
 		w.Write(history.Op{Process: history.Process(proc), Type: history.Invoke, F: history.FSend, Mops: []history.Mop{history.Send(key, v)}})
 		rec := &kgo.Record{Topic: w.cfg.Topic, Partition: p, Value: strconv.AppendInt(nil, v, 10)}
 		sctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
-		err := cl.ProduceSync(sctx, rec).FirstErr()
+		err := kit.ProduceSync(sctx, cl, rec).FirstErr()
 		cancel()
 		m := history.Send(key, v)
 		typ := kit.Classify(err, true)
@@ -346,7 +346,7 @@ func (w *Workload) step(sess *kgo.GroupTransactSession, proc int) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	results := sess.ProduceSync(ctx, out...)
+	results := kit.ProduceSync(ctx, sess, out...)
 	for _, r := range results {
 		// Results come in completion order: match each to its record.
 		if j := slices.Index(out, r.Record); r.Err == nil && j >= 0 {

@@ -9,6 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
+// ErrLogGone is a final read that ended because the log no longer holds
+// records a producer saw acknowledged (the end offsets stayed below them):
+// a finding the checker names, not a read cut short.
+var ErrLogGone = errors.New("the log no longer holds them")
+
 // MaxFinalReassigns bounds a final reader's re-assigns after errors.
 const MaxFinalReassigns = 100
 

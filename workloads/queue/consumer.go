@@ -164,7 +164,12 @@ func readPastAcks(ctx context.Context, acked []int64, settle time.Duration,
 	for range maxFinalRounds {
 		next, err := list(ctx)
 		if err != nil {
-			return fmt.Errorf("final read: high watermarks: %w", err)
+			// Say what was awaited: the keys short of their acknowledged
+			// offsets ("t/1 at 873 of 886").
+			if pos == nil {
+				pos = make([]int64, len(acked))
+			}
+			return fmt.Errorf("final read: high watermarks: %w; acknowledged records not read: %v", err, below(pos, acked))
 		}
 		if !slices.Equal(next, ends) {
 			ends, since = next, time.Now()
@@ -177,7 +182,7 @@ func readPastAcks(ctx context.Context, acked []int64, settle time.Duration,
 			return nil
 		}
 		if time.Since(since) >= settle {
-			return fmt.Errorf("final read: end offsets stayed below acknowledged records for %v, so the log no longer holds them: %v", settle, short)
+			return fmt.Errorf("final read: end offsets stayed below acknowledged records for %v, so %w: %v", settle, kit.ErrLogGone, short)
 		}
 		if !sleep.For(ctx, finalRoundGap) {
 			break

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -106,6 +107,7 @@ func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int
 	defer cancel()
 	recs := make([]*kgo.Record, len(parts))
 	errs := make([]error, len(parts))
+	dones := make([]chan struct{}, len(parts))
 	var wg sync.WaitGroup
 	for i, p := range parts {
 		if i > 0 {
@@ -114,6 +116,7 @@ func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int
 		recs[i] = &kgo.Record{Topic: w.cfg.Topic, Partition: p, Value: strconv.AppendInt(nil, mops[i].Value, 10)}
 		before := a.writes()
 		done := make(chan struct{})
+		dones[i] = done
 		wg.Add(1)
 		c.Cl.Produce(sctx, recs[i], func(_ *kgo.Record, err error) {
 			errs[i] = err
@@ -124,7 +127,7 @@ func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int
 			a.awaitWriteAfter(sctx, before, done)
 		}
 	}
-	wg.Wait()
+	errs = awaitPromises(sctx, &wg, dones, errs, promiseGrace)
 	op := history.Op{Process: history.Process(c.Proc), Type: kit.ClassifyOp(errs, a.clean() && !c.Crashed()), F: history.FSend, Mops: mops}
 	for i, err := range errs {
 		if err == nil && w.cfg.Acks != "0" {
@@ -139,6 +142,46 @@ func (w *Workload) send(ctx context.Context, c *client, a *attempts, parts []int
 		op.Error = "CLIENT_CRASH: " + op.Error
 	}
 	w.Write(op)
+}
+
+// promiseGrace is how long a send waits for franz-go's promises once its
+// own bound (the delivery timeout plus 5 s) has passed.
+const promiseGrace = time.Second
+
+// errStillInFlight is a record whose promise had not fired when its
+// send's bound passed: franz-go may hold a record past its delivery
+// timeout (seen against a cluster whose every broker died: the promises
+// never fired), and a send that waited on it held the run past SIGTERM.
+// It is indeterminate, as a timeout is.
+var errStillInFlight = fmt.Errorf("record still in flight past the delivery timeout: %w", context.DeadlineExceeded)
+
+// awaitPromises waits for every record's promise, at most grace past
+// ctx's end, and returns the errors: a record whose promise has not fired
+// by then is errStillInFlight. The callbacks that fire later write only
+// into errs, which the caller no longer reads.
+func awaitPromises(ctx context.Context, wg *sync.WaitGroup, dones []chan struct{}, errs []error, grace time.Duration) []error {
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	select {
+	case <-all:
+		return errs
+	case <-ctx.Done():
+	}
+	select {
+	case <-all:
+		return errs
+	case <-time.After(grace):
+	}
+	out := make([]error, len(errs))
+	for i, d := range dones {
+		select {
+		case <-d:
+			out[i] = errs[i]
+		default:
+			out[i] = errStillInFlight
+		}
+	}
+	return out
 }
 
 // take waits for a rate token (none needed when tokens is nil); false

@@ -306,7 +306,7 @@ func (w *Workload) transact(c *client, owned []int32, pos []int64, rng *rand.Ran
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.RequestTimeout+time.Second)
 		rec := &kgo.Record{Topic: w.cfg.Topic, Partition: parts[j], Value: strconv.AppendInt(nil, m.Value, 10)}
-		err := c.Cl.ProduceSync(ctx, rec).FirstErr()
+		err := kit.ProduceSync(ctx, c.Cl, rec).FirstErr()
 		cancel()
 		if err != nil {
 			failure = kit.ErrorName(err)
