@@ -1,4 +1,4 @@
-# gregor: build, test, check (configuration matrix), bench, image.
+# gregor: build, test, conformance, check (configuration matrix), validate, bench.
 # Every target works on a fresh clone with Go on PATH and (for image/docker tests) a Docker engine.
 GO      ?= go
 BIN     := bin/gregor
@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 14m
 export CGO_ENABLED ?= 0
 export TESTCONTAINERS_RYUK_DISABLED := true
 
-.PHONY: build test test-short conformance check validate bench image vet fmt clean
+.PHONY: build test test-short conformance check validate bench vet fmt clean
 
 # bin/gregor-sim is the simulator (--runtime sim): cmd/gregor's test binary
 # with -tags synctests (testing/synctest needs a *testing.T, and franz-go's
@@ -63,9 +63,6 @@ validate: build
 
 bench: build
 	./$(BIN) bench
-
-image: build
-	./$(BIN) image
 
 clean:
 	rm -rf bin
