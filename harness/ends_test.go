@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"gregor/checker"
+	"gregor/runtime/process"
 )
 
 // The SIGTERM-per-phase tests (issue 26): `gregor run` as a subprocess,
@@ -200,21 +201,11 @@ func assertNoBrokers(t *testing.T, tmp string) {
 
 func processesMentioning(t *testing.T, s string) []string {
 	t.Helper()
-	procs, err := os.ReadDir("/proc")
+	pids, err := process.ProcessesMentioning(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, p := range procs {
-		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err != nil || len(b) == 0 {
-			continue
-		}
-		if strings.Contains(string(b), s) {
-			out = append(out, p.Name())
-		}
-	}
-	return out
+	return pids
 }
 
 // processRun is gregor run on the process runtime with every bound long

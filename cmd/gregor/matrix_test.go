@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gregor/runtime/process"
 )
 
 var (
@@ -174,6 +176,13 @@ seeds: [1]
 	}
 	// The run in progress gets SIGTERM from its dead parent and its
 	// brokers die with it: wait for nothing to mention the matrix's output.
+	procsMentioning := func(s string) []string {
+		pids, err := process.ProcessesMentioning(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pids
+	}
 	for time.Now().Before(deadline) && len(procsMentioning(resumed)) > 0 {
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -205,17 +214,4 @@ seeds: [1]
 			t.Fatalf("resumed %s differs from the uninterrupted run's:\n--- uninterrupted\n%s\n--- resumed\n%s", f, a, b)
 		}
 	}
-}
-
-// procsMentioning lists the pids whose command line contains s.
-func procsMentioning(s string) []string {
-	procs, _ := os.ReadDir("/proc")
-	var out []string
-	for _, p := range procs {
-		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err == nil && len(b) > 0 && strings.Contains(string(b), s) {
-			out = append(out, p.Name())
-		}
-	}
-	return out
 }

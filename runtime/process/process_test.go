@@ -65,25 +65,13 @@ func uniqueName(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1e9)
 }
 
-// processesMentioning lists the pids whose command line contains s: a
-// broker's names its data directory, which holds the cluster's name.
 func processesMentioning(t *testing.T, s string) []string {
 	t.Helper()
-	procs, err := os.ReadDir("/proc")
+	pids, err := ProcessesMentioning(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, p := range procs {
-		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err != nil || len(b) == 0 {
-			continue // not a pid, gone, or a zombie (empty cmdline)
-		}
-		if strings.Contains(string(b), s) {
-			out = append(out, p.Name())
-		}
-	}
-	return out
+	return pids
 }
 
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
