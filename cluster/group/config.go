@@ -42,9 +42,17 @@ type Config struct {
 	// WriteTimeout bounds one append to __consumer_offsets, waiting for
 	// acks=all included (Kafka: offsets.commit.timeout.ms, 5 s).
 	WriteTimeout time.Duration
-	Clock        coordinator.Clock
-	Logger       *slog.Logger
-	Bugs         Bugs
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are
+	// group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms of KIP-848 consumer groups, set
+	// by the broker, not the client (Kafka: 45 s and 5 s; here 10 s and
+	// 500 ms unless set, so that a harness run sees a crashed consumer's
+	// partitions move within its time).
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
+	Clock                     coordinator.Clock
+	Logger                    *slog.Logger
+	Bugs                      Bugs
 }
 
 // Bugs are planted bugs (DESIGN section 6), each off by default.
@@ -52,6 +60,11 @@ type Bugs struct {
 	// TxnOffsetsEarly makes a transaction's offset commit visible to the
 	// group at once, before (and whether or not) the transaction commits.
 	TxnOffsetsEarly bool
+	// AssignBeforeRevoke gives a KIP-848 member a partition of its target
+	// at once, while the partition's previous owner has not yet
+	// acknowledged revoking it (CurrentAssignmentBuilder's unreleased
+	// partitions check skipped): two members consume it at once.
+	AssignBeforeRevoke bool
 }
 
 // Defaults fills unset fields.
@@ -76,6 +89,12 @@ func (c *Config) Defaults() {
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = 5 * time.Second
+	}
+	if c.ConsumerSessionTimeout <= 0 {
+		c.ConsumerSessionTimeout = 10 * time.Second
+	}
+	if c.ConsumerHeartbeatInterval <= 0 {
+		c.ConsumerHeartbeatInterval = 500 * time.Millisecond
 	}
 	if c.Clock == nil {
 		c.Clock = coordinator.RealClock{}

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"gregor/cluster/coordinator"
+	"gregor/cluster/meta"
 )
 
 // Env is what the coordinator needs from its broker: the
@@ -16,6 +17,9 @@ import (
 // and this broker's replicas of its partitions).
 type Env interface {
 	coordinator.Topic
+	// Image is the current metadata: a consumer group's assignors read the
+	// topics (ids, partition counts) its members subscribe to.
+	Image() *meta.Image
 }
 
 // Coordinator coordinates the groups of the __consumer_offsets partitions
@@ -25,13 +29,14 @@ type Env interface {
 // GroupCoordinatorShard).
 type Coordinator struct {
 	cfg Config
+	env Env
 	rt  *coordinator.Runtime[*shard]
 }
 
 // New returns a coordinator; Start begins watching leadership.
 func New(cfg Config, env Env) *Coordinator {
 	cfg.Defaults()
-	c := &Coordinator{cfg: cfg}
+	c := &Coordinator{cfg: cfg, env: env}
 	c.rt = coordinator.New(coordinator.Config{Name: "group coordinator", Topic: "__consumer_offsets", PollEvery: cfg.PollEvery, Logger: cfg.Logger}, env, c.newShard)
 	return c
 }
@@ -90,11 +95,15 @@ type shard struct {
 	// their markers: applying one twice is harmless). Invariant (checked by
 	// invariants): empty once loaded.
 	lateMarkers []txnEnd
+	// writeLock orders a consumer group's writes as its state changed: a
+	// channel lock (held across an append, so never a sync.Mutex), taken
+	// before mu.
+	writeLock chan struct{}
 }
 
 // newShard is the coordinator.NewShard of this coordinator.
 func (c *Coordinator) newShard(ctx context.Context, partition, epoch int32, l coordinator.Log) *shard {
-	return &shard{c: c, partition: partition, epoch: epoch, log: l, ctx: ctx, loading: true, groups: map[string]*Group{}}
+	return &shard{c: c, partition: partition, epoch: epoch, log: l, ctx: ctx, loading: true, groups: map[string]*Group{}, writeLock: make(chan struct{}, 1)}
 }
 
 // State implements coordinator.Shard.
@@ -133,13 +142,16 @@ func (s *shard) Load() {
 	}
 	s.lateMarkers = nil
 	for id, g := range groups {
-		if len(g.members) == 0 && len(g.offsets) == 0 && len(g.txnOffsets) == 0 && !g.known {
+		if len(g.members) == 0 && len(g.offsets) == 0 && len(g.txnOffsets) == 0 && !g.known && g.cg == nil {
 			continue
 		}
 		g.known = true
 		s.groups[id] = g
 		for _, m := range g.members {
 			s.resetSession(g, m)
+		}
+		if g.cg != nil {
+			s.loadedConsumerGroup(g)
 		}
 	}
 	s.loading = false
@@ -194,6 +206,8 @@ func (rg replayed) apply(off int64, r coordinator.Record) {
 		if json.Unmarshal(r.Value, &v) == nil {
 			g.offsets[key] = committed{offsetValue: v, logOffset: off}
 		}
+	case kindCGMetadata, kindCGMember, kindCGTargetMetadata, kindCGTargetMember, kindCGCurrent:
+		rg.applyConsumer(k, r)
 	case kindGroup:
 		if r.Value == nil {
 			if g := rg[k.Group]; g != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"gregor/cluster/coordinator"
 	"gregor/cluster/coordinator/coordinatortest"
+	"gregor/cluster/meta"
 )
 
 // fakeClock fires timers only when the test advances it.
@@ -96,7 +98,18 @@ func (l memLog) AppendTxn(ctx context.Context, epoch int32, w TxnWrite, recs []c
 	return l.Append(ctx, epoch, tagged)
 }
 
-type memEnv struct{ logs []memLog }
+type memEnv struct {
+	logs []memLog
+	// image is the metadata consumer groups assign from (nil: none).
+	image atomic.Pointer[meta.Image]
+}
+
+func (e *memEnv) Image() *meta.Image {
+	if im := e.image.Load(); im != nil {
+		return im
+	}
+	return meta.Empty()
+}
 
 func (e *memEnv) Partitions() int32 { return int32(len(e.logs)) }
 func (e *memEnv) Log(p int32) coordinator.Log {

@@ -152,6 +152,10 @@ type Group struct {
 	// (checked by invariants): per producer id (>= 0) at least one offset,
 	// each at its log offset or inFlight while its write is out.
 	txnOffsets map[int64]map[TopicPartition]committed
+	// cg is set while the group is of type consumer (KIP-848): a group is
+	// classic or consumer, never both. Invariant: while set, the classic
+	// membership is empty (members, pending, static; state Empty).
+	cg *consumerGroup
 }
 
 func newGroup(id string) *Group {
@@ -176,6 +180,11 @@ func (g *Group) stopTimers() {
 	}
 	for _, m := range g.members {
 		m.stopSession()
+	}
+	if g.cg != nil {
+		for _, m := range g.cg.members {
+			m.stopTimers()
+		}
 	}
 }
 

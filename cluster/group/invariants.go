@@ -88,6 +88,14 @@ func (g *Group) invariants() error {
 			return fmt.Errorf("member %q: %w", id, err)
 		}
 	}
+	if g.cg != nil {
+		if len(g.members) > 0 || len(g.pending) > 0 || g.state != Empty {
+			return fmt.Errorf("a consumer group with %d classic members in state %s", len(g.members), g.state)
+		}
+		if err := g.cg.invariants(); err != nil {
+			return fmt.Errorf("consumer group (epoch %d, assignment epoch %d): %w", g.cg.epoch, g.cg.assignmentEpoch, err)
+		}
+	}
 	for pid, pending := range g.txnOffsets {
 		if pid < 0 || len(pending) == 0 {
 			return fmt.Errorf("%d transactional offsets pending for producer %d", len(pending), pid)
@@ -121,6 +129,49 @@ func (g *Group) memberInvariants(id string, m *member) error {
 	}
 	if m.syncWait != nil && (cap(m.syncWait) != 1 || len(m.syncWait) != 0 || g.state != CompletingRebalance) {
 		return fmt.Errorf("parked SyncGroup (capacity %d, %d sent) in state %s", cap(m.syncWait), len(m.syncWait), g.state)
+	}
+	return nil
+}
+
+// invariants checks the epochs and the partition ownership of a KIP-848
+// group: assignmentEpoch <= epoch, no member past the target epoch, each
+// member's assigned and pending partitions disjoint and in owners under
+// its id, pending partitions only while unrevoked, and no partition held
+// by two members (revoke before assign) unless the planted bug is on.
+func (cg *consumerGroup) invariants() error {
+	if cg.assignmentEpoch > cg.epoch {
+		return fmt.Errorf("target assignment epoch %d past the group epoch %d", cg.assignmentEpoch, cg.epoch)
+	}
+	held := 0
+	for id, m := range cg.members {
+		switch {
+		case m.id != id:
+			return fmt.Errorf("member %q stored as %q", m.id, id)
+		case m.epoch > cg.assignmentEpoch:
+			return fmt.Errorf("member %q at epoch %d, past the target assignment epoch %d", id, m.epoch, cg.assignmentEpoch)
+		case m.epoch < m.prevEpoch && !m.left:
+			return fmt.Errorf("member %q epoch %d below its previous epoch %d", id, m.epoch, m.prevEpoch)
+		case len(m.pendingRevocation) > 0 && m.state != memberUnrevoked:
+			return fmt.Errorf("member %q has partitions pending revocation in state %s", id, m.state)
+		}
+		var err error
+		for _, a := range []assignment{m.assigned, m.pendingRevocation} {
+			a.each(func(t topicID, p int32) {
+				held++
+				if err == nil && cg.owners[tp{t, p}] != id && !cg.bugged {
+					err = fmt.Errorf("member %q holds %x/%d, owned by %q", id, t[:4], p, cg.owners[tp{t, p}])
+				}
+			})
+		}
+		if err != nil {
+			return err
+		}
+		if ownsAny(m.assigned, m.pendingRevocation) {
+			return fmt.Errorf("member %q has partitions both assigned and pending revocation", id)
+		}
+	}
+	if held != len(cg.owners) && !cg.bugged {
+		return fmt.Errorf("%d partitions held by members, %d owned", held, len(cg.owners))
 	}
 	return nil
 }

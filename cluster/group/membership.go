@@ -76,6 +76,17 @@ func (s *shard) join(req *kmsg.JoinGroupRequest, clientID, host string) (*kmsg.J
 	if g.state == Dead {
 		return fail(kerr.CoordinatorNotAvailable) // being deleted
 	}
+	if g.cg != nil {
+		if len(g.cg.members) > 0 {
+			// A classic member joining a consumer group with members
+			// (Kafka's online migration, classicGroupJoinToConsumerGroup)
+			// is not modelled: refused as a protocol it cannot join.
+			return fail(kerr.InconsistentGroupProtocol)
+		}
+		// An empty consumer group becomes a classic one; its offsets stay.
+		g.cg = nil
+		s.writeBackground([]coordinator.Record{cgTombstone(g.id)})
+	}
 	replacing := req.MemberID
 	if req.MemberID == "" && req.InstanceID != nil {
 		replacing = g.static[*req.InstanceID]

@@ -92,6 +92,12 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 // Caller holds the shard lock.
 func subscribedTopics(g *Group) []string {
 	var out []string
+	if g.cg != nil {
+		// A consumer group's subscription metadata (ConsumerGroup.isSubscribedToTopic).
+		for n := range g.cg.subscription {
+			out = append(out, n)
+		}
+	}
 	for _, m := range g.members {
 		var md kmsg.ConsumerMemberMetadata
 		if md.ReadFrom(m.metadataFor(g.protocol)) != nil {

@@ -110,6 +110,9 @@ func (s *shard) validateCommit(req *kmsg.OffsetCommitRequest) (*Group, *kerr.Err
 		s.groups[req.Group] = g
 		return g, nil
 	}
+	if g.cg != nil {
+		return g, g.cg.validateCommit(req.MemberID, req.Generation, req.Version < 9)
+	}
 	if fenced(g, req.MemberID, req.InstanceID) {
 		return nil, kerr.FencedInstanceID
 	}
@@ -143,7 +146,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			gt.Topic, gt.Partitions = t.Topic, t.Partitions
 			topics = append(topics, gt)
 		}
-		rg := c.fetchGroup(req.Group, topics, req.Topics == nil, req.RequireStable)
+		rg := c.fetchGroup(req.Group, nil, -1, topics, req.Topics == nil, req.RequireStable)
 		resp.ErrorCode = rg.ErrorCode
 		for _, t := range rg.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -158,7 +161,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		return resp
 	}
 	for _, rg := range req.Groups {
-		resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil, req.RequireStable))
+		resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.MemberID, rg.MemberEpoch, rg.Topics, rg.Topics == nil, req.RequireStable))
 	}
 	return resp
 }
@@ -167,7 +170,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 // a partition with an offset committed by a transaction not yet ended is
 // UNSTABLE_OFFSET_COMMIT, so the new owner of a partition waits for the
 // old one's transaction instead of reading the offset before it.
-func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGroupTopic, all, requireStable bool) kmsg.OffsetFetchResponseGroup {
+func (c *Coordinator) fetchGroup(id string, memberID *string, memberEpoch int32, topics []kmsg.OffsetFetchRequestGroupTopic, all, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	rg := kmsg.NewOffsetFetchResponseGroup()
 	rg.Group = id
 	s, e := c.shardFor(id)
@@ -182,6 +185,12 @@ func (c *Coordinator) fetchGroup(id string, topics []kmsg.OffsetFetchRequestGrou
 		return rg
 	}
 	g := s.groups[id]
+	if g != nil && g.cg != nil {
+		if e := g.cg.validateFetch(memberID, memberEpoch); e != nil {
+			rg.ErrorCode = e.Code
+			return rg
+		}
+	}
 	if all {
 		byTopic := map[string]int{}
 		if g != nil {
@@ -261,12 +270,15 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) *kerr.Error {
 	case g == nil || !g.known:
 		s.unlock()
 		return kerr.GroupIDNotFound
-	case g.state != Empty:
+	case g.state != Empty || (g.cg != nil && len(g.cg.members) > 0):
 		s.unlock()
 		return kerr.NonEmptyGroup
 	}
 	g.state = Dead
 	recs := []coordinator.Record{groupRecord(id, nil)}
+	if g.cg != nil {
+		recs = append(recs, cgTombstone(id))
+	}
 	for _, k := range sortedKeys(g.offsets) {
 		recs = append(recs, offsetRecord(id, k.Topic, k.Partition, nil))
 	}

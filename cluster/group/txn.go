@@ -161,6 +161,16 @@ func (s *shard) validateTxnCommit(req *kmsg.TxnOffsetCommitRequest) (*Group, *ke
 		g.known = true
 		s.groups[req.Group] = g
 	}
+	if g.cg != nil && g.state != Dead {
+		// The STALE_MEMBER_EPOCH a consumer group answers is not a
+		// TxnOffsetCommit error: ILLEGAL_GENERATION
+		// (OffsetMetadataManager.validateTransactionalOffsetCommit).
+		e := g.cg.validateCommit(req.MemberID, req.Generation, false)
+		if e == kerr.StaleMemberEpoch {
+			e = kerr.IllegalGeneration
+		}
+		return g, e
+	}
 	switch {
 	case g.state == Dead:
 		return nil, kerr.CoordinatorNotAvailable

@@ -35,7 +35,7 @@ func TestReloadTxnOffsets(t *testing.T) {
 	h.c.Poll()
 	h.waitLoaded("tg")
 	fetch := func(p int32, stable bool) (int64, *kerr.Error) {
-		g := h.c.fetchGroup("tg", []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{p}}}, false, stable)
+		g := h.c.fetchGroup("tg", nil, -1, []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{p}}}, false, stable)
 		tp := g.Topics[0].Partitions[0]
 		e, _ := kerr.ErrorForCode(tp.ErrorCode).(*kerr.Error)
 		return tp.Offset, e
@@ -76,7 +76,7 @@ func TestTxnOffsetCommitWriteFails(t *testing.T) {
 		return h.c.TxnOffsetCommit(context.Background(), req)()
 	}
 	stable := func() *kerr.Error {
-		g := h.c.fetchGroup("tg", []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}, false, true)
+		g := h.c.fetchGroup("tg", nil, -1, []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}, false, true)
 		e, _ := kerr.ErrorForCode(g.Topics[0].Partitions[0].ErrorCode).(*kerr.Error)
 		return e
 	}

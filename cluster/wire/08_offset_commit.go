@@ -1,6 +1,7 @@
 package wire
 
-// OffsetCommit: v0-8 (v9+ is KIP-848's consumer protocol).
+// OffsetCommit: v0-9 (v9: KIP-848, the generation is a consumer group
+// member's epoch; a consumer-protocol member must use v9+).
 //
 // Behaviour: validated against the group (UNKNOWN_MEMBER_ID,
 // ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID; generation
@@ -14,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(8, 0, 8, handleOffsetCommit) }
+func init() { register(8, 0, 9, handleOffsetCommit) }
 
 func handleOffsetCommit(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.OffsetCommitRequest)

@@ -1,6 +1,7 @@
 package wire
 
-// OffsetFetch: v0-8 (v8: several groups; v9+ is KIP-848's). Partitions
+// OffsetFetch: v0-9 (v8: several groups; v9: a consumer group member's id
+// and epoch, STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID, KIP-848). Partitions
 // without a commit answer offset -1; null topics (v2+) return every commit.
 
 import (
@@ -10,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(9, 0, 8, handleOffsetFetch) }
+func init() { register(9, 0, 9, handleOffsetFetch) }
 
 func handleOffsetFetch(s *Server, _ context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.OffsetFetchRequest)

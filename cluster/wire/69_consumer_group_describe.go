@@ -1,0 +1,30 @@
+package wire
+
+// ConsumerGroupDescribe: v0-1 (KIP-848; v1: MemberType). A group that is
+// not a consumer group is GROUP_ID_NOT_FOUND.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(69, 0, 1, handleConsumerGroupDescribe) }
+
+func handleConsumerGroupDescribe(s *Server, _ context.Context, hdr header, kreq kmsg.Request) reply {
+	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
+	c := s.coordinator()
+	if c == nil {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+		for _, g := range req.Groups {
+			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode = g, kerr.CoordinatorNotAvailable.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return now(resp)
+	}
+	r := c.ConsumerGroupDescribe(req)
+	r.SetVersion(req.Version)
+	return now(r)
+}
