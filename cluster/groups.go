@@ -50,7 +50,7 @@ func (b *Broker) startGroups() *group.Coordinator {
 
 type groupEnv struct{ b *Broker }
 
-func (e groupEnv) Partitions() int32 { return e.b.partitionCount(group.Topic) }
+func (e groupEnv) Partitions() int32  { return e.b.partitionCount(group.Topic) }
 func (e groupEnv) Image() *meta.Image { return e.b.Image() }
 func (e groupEnv) Log(partition int32) coordinator.Log {
 	return e.b.internalLog(group.Topic, partition)
