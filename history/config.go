@@ -44,6 +44,9 @@ type Config struct {
 	FailureRate     float64 `json:"failure_rate,omitempty"`
 	FailureHandling string  `json:"failure_handling,omitempty"`
 	// Group consumer settings, for the record and the report.
+	// GroupProtocol is the consumers' group.protocol: "classic" or
+	// "consumer" (KIP-848); "" in histories written before it existed.
+	GroupProtocol      string   `json:"group_protocol,omitempty"`
 	Assignor           string   `json:"assignor,omitempty"` // range, sticky, cooperative-sticky
 	Static             bool     `json:"static,omitempty"`   // group.instance.id set (KIP-345)
 	AutoCommitInterval Duration `json:"auto_commit_interval,omitempty"`

@@ -54,6 +54,17 @@ const (
 	Retry   = "retry"   // process the record again, up to MaxAttempts
 )
 
+// Group protocols (Config.GroupProtocol): Kafka's group.protocol.
+const (
+	// ProtocolClassic is the classic protocol: JoinGroup/SyncGroup, the
+	// client's assignor (the default, as in Kafka 4).
+	ProtocolClassic = "classic"
+	// ProtocolConsumer is KIP-848's: ConsumerGroupHeartbeat, the broker's
+	// assignor (range, or uniform for --assignor sticky), franz-go's
+	// ServerSideBalancer opt-in.
+	ProtocolConsumer = "consumer"
+)
+
 // Assignors (Config.Assignor).
 const (
 	Range              = "range"
@@ -89,7 +100,11 @@ type Config struct {
 	CommitMode string
 	// AutoCommitInterval is auto.commit.interval.ms (Kafka: 5s).
 	AutoCommitInterval time.Duration
-	// Assignor is Range, Sticky or CooperativeSticky.
+	// GroupProtocol is ProtocolClassic or ProtocolConsumer.
+	GroupProtocol string
+	// Assignor is Range, Sticky or CooperativeSticky; with the consumer
+	// protocol Range or Sticky, which name the broker's range and uniform
+	// assignors.
 	Assignor string
 	// Static gives each consumer slot a group.instance.id (KIP-345) that
 	// its restarts and crash replacements keep.
@@ -121,7 +136,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Group: DefaultGroup, ProcessingTime: 2 * time.Millisecond, FailureHandling: Swallow,
 		MaxAttempts: MaxAttemptsDefault, CommitMode: CommitAuto, AutoCommitInterval: 5 * time.Second,
-		Assignor: Range, MaxPollRecords: 50, MaxPollInterval: 30 * time.Second, SessionTimeout: 6 * time.Second,
+		GroupProtocol: ProtocolClassic, Assignor: Range, MaxPollRecords: 50, MaxPollInterval: 30 * time.Second, SessionTimeout: 6 * time.Second,
 		CrashWait: 2 * time.Second}
 }
 
@@ -168,6 +183,17 @@ func (c *Config) Validate() error {
 	case Range, Sticky, CooperativeSticky:
 	default:
 		return fmt.Errorf("--assignor %q: give range, sticky or cooperative-sticky", c.Assignor)
+	}
+	switch c.GroupProtocol {
+	case "":
+		c.GroupProtocol = d.GroupProtocol
+	case ProtocolClassic:
+	case ProtocolConsumer:
+		if c.Assignor == CooperativeSticky {
+			return fmt.Errorf("--assignor cooperative-sticky with --group-protocol consumer: the broker assigns (KIP-848); give --assignor range or sticky (the broker's uniform assignor)")
+		}
+	default:
+		return fmt.Errorf("--group-protocol %q: give classic or consumer", c.GroupProtocol)
 	}
 	if c.MaxPollRecords <= 0 {
 		c.MaxPollRecords = d.MaxPollRecords

@@ -20,7 +20,8 @@ func TestValidateDefaultsAndRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.CommitMode != CommitAuto || c.Assignor != Range || c.FailureHandling != Swallow || c.MaxPollRecords != 50 ||
-		c.AutoCommitInterval != 5*time.Second || c.Group != DefaultGroup || c.RestartSettle <= c.SessionTimeout {
+		c.AutoCommitInterval != 5*time.Second || c.Group != DefaultGroup || c.RestartSettle <= c.SessionTimeout ||
+		c.GroupProtocol != ProtocolClassic {
 		t.Fatalf("defaults: %+v", c)
 	}
 	bad := []struct {
@@ -34,6 +35,8 @@ func TestValidateDefaultsAndRefusals(t *testing.T) {
 		{func(c *Config) { c.Assignor = "rr" }, "cooperative-sticky"},
 		{func(c *Config) { c.FailureHandling = "panic" }, "swallow or retry"},
 		{func(c *Config) { c.ProcessingTime = time.Hour }, "0..1m"},
+		{func(c *Config) { c.GroupProtocol = "next-gen" }, "give classic or consumer"},
+		{func(c *Config) { c.GroupProtocol, c.Assignor = ProtocolConsumer, CooperativeSticky }, "give --assignor range or sticky"},
 	}
 	for _, b := range bad {
 		c := validCfg()

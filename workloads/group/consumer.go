@@ -124,6 +124,12 @@ func (c *consumer) opts(ctx context.Context) []kgo.Opt {
 	if c.s.instance != "" {
 		o = append(o, kgo.InstanceID(c.s.instance))
 	}
+	if cfg.GroupProtocol == ProtocolConsumer {
+		// KIP-848: the broker assigns with the assignor the balancer
+		// names (range, or uniform for sticky); the session timeout is the
+		// broker's (group.consumer.session.timeout.ms).
+		o = append(o, kgo.ServerSideBalancer())
+	}
 	switch cfg.CommitMode {
 	case CommitAuto, CommitAutoGreedy:
 		o = append(o, kgo.AutoCommitInterval(cfg.AutoCommitInterval),

@@ -32,7 +32,7 @@ func (Descriptor) Usage() string {
 
 // ownFlags are the flags that only mean something with --workload group.
 var ownFlags = []string{"processing-time", "failure-rate", "failure-handling", "commit-mode",
-	"auto-commit-interval", "assignor", "static", "max-poll-records", "max-poll-interval", "group-session-timeout"}
+	"auto-commit-interval", "group-protocol", "assignor", "static", "max-poll-records", "max-poll-interval", "group-session-timeout"}
 
 func (Descriptor) OwnFlags() []string { return ownFlags }
 
@@ -43,7 +43,8 @@ func (Descriptor) Flags(fl *pflag.FlagSet, cfg, def any) {
 	fl.StringVar(&g.FailureHandling, "failure-handling", d.FailureHandling, "group: swallow (catch and go on, as in seed 002's incident) | retry")
 	fl.StringVar(&g.CommitMode, "commit-mode", d.CommitMode, "group: auto (enable.auto.commit as the Java consumer: at the next poll, what the previous polls returned) | auto-greedy (everything polled, on a timer, as seed 002 describes) | before | after (processing) | on-revoked")
 	fl.DurationVar(&g.AutoCommitInterval, "auto-commit-interval", d.AutoCommitInterval, "group: auto.commit.interval.ms")
-	fl.StringVar(&g.Assignor, "assignor", d.Assignor, "group: range | sticky | cooperative-sticky")
+	fl.StringVar(&g.GroupProtocol, "group-protocol", d.GroupProtocol, "group: classic | consumer (KIP-848: the broker assigns)")
+	fl.StringVar(&g.Assignor, "assignor", d.Assignor, "group: range | sticky | cooperative-sticky (consumer protocol: range | sticky, the broker's uniform)")
 	fl.BoolVar(&g.Static, "static", d.Static, "group: static membership (group.instance.id per consumer, KIP-345)")
 	fl.IntVar(&g.MaxPollRecords, "max-poll-records", d.MaxPollRecords, "group: max.poll.records")
 	fl.DurationVar(&g.MaxPollInterval, "max-poll-interval", d.MaxPollInterval, "group: max.poll.interval.ms (a slower batch leaves the group)")
@@ -86,7 +87,7 @@ func (Descriptor) Record(cfg any, r *history.Config) {
 		r.AutoCommitInterval = history.Duration(g.AutoCommitInterval)
 	}
 	r.FailureRate, r.FailureHandling = g.FailureRate, g.FailureHandling
-	r.Assignor, r.Static = g.Assignor, g.Static
+	r.GroupProtocol, r.Assignor, r.Static = g.GroupProtocol, g.Assignor, g.Static
 	r.ProcessingTime, r.MaxPollRecords = history.Duration(g.ProcessingTime), g.MaxPollRecords
 	r.MaxPollInterval = history.Duration(g.MaxPollInterval)
 }
