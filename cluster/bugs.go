@@ -21,6 +21,8 @@ var bugSwitches = map[string]func(*Config){
 	"no-zombie-fencing":     func(c *Config) { c.Bugs.NoZombieFencing = true },
 	"marker-before-prepare": func(c *Config) { c.Txn.Bugs.MarkerBeforePrepare = true },
 	"txn-offsets-early":     func(c *Config) { c.Groups.Bugs.TxnOffsetsEarly = true },
+	// KIP-848 consumer groups.
+	"assign-before-revoke": func(c *Config) { c.Groups.Bugs.AssignBeforeRevoke = true },
 }
 
 // BugElectOutsideISR is the controller's planted bug: elect a leader

@@ -173,3 +173,39 @@ func TestGroupRollingRestartCooperativeStatic(t *testing.T) {
 		t.Errorf("no static member replaced without a rebalance")
 	}
 }
+
+// KIP-848 consumer groups (--group-protocol consumer) and the planted bug
+// assign-before-revoke: commit before processing (at-most-once, so a
+// redelivery is forbidden) while a third consumer joins. On a correct
+// broker the joiner gets partitions only once their owner revoked them
+// (having committed everything it polled): nothing is processed twice.
+// With the bug the joiner starts at the old owner's last commit while the
+// old owner still consumes: both process the same records, and the group
+// checker reports them (redelivered, forbidden).
+func TestGroupConsumerProtocolAssignBeforeRevoke(t *testing.T) {
+	t.Parallel() // a cluster run: see TestMain
+	if testing.Short() {
+		t.Skip("two 8 s cluster runs")
+	}
+	mk := func(name string, bugs ...string) Test {
+		tc := groupTest(t, name, 7, nemesis.ConsumerJoin, group.Config{CommitMode: group.CommitBefore,
+			GroupProtocol: group.ProtocolConsumer, ProcessingTime: 5 * time.Millisecond})
+		tc.Cluster.Bugs = bugs
+		tc.Interval = 3 * time.Second
+		return tc
+	}
+	correct := runGroup(t, mk("consumer-correct")).Result
+	if correct.Valid != checker.ValidTrue || correct.Counts[checker.Redelivered] != 0 {
+		t.Fatalf("correct broker, consumer protocol: valid %v, counts %v, forbidden %v", correct.Valid, correct.Counts, correct.Forbidden)
+	}
+	if g := correct.Groups[0]; g.Processed == 0 || g.RebalanceCount == 0 {
+		t.Fatalf("correct broker: nothing processed or no rebalance: %+v", g)
+	}
+	bugged := runGroup(t, mk("consumer-bug", "assign-before-revoke")).Result
+	if bugged.Counts[checker.Redelivered] == 0 || bugged.Valid != checker.ValidFalse {
+		t.Fatalf("assign-before-revoke: valid %v, counts %v: want redelivered, forbidden", bugged.Valid, bugged.Counts)
+	}
+	if _, ok := bugged.Forbidden[checker.Redelivered]; !ok {
+		t.Fatalf("assign-before-revoke: redelivered not forbidden: %v", bugged.Forbidden)
+	}
+}

@@ -71,7 +71,18 @@ func SafeTxn(timeLimit time.Duration) matrix.Settings {
 	return s
 }
 
+// SafeConsumerGroup is the group workload on the safe brokers with the
+// KIP-848 consumer protocol, committing before processing (so that any
+// record processed twice is forbidden), three consumers.
+func SafeConsumerGroup(timeLimit time.Duration) matrix.Settings {
+	s := Safe(timeLimit)
+	s.Workload, s.CommitMode, s.Consumers = group.Name, group.CommitBefore, ptr(3)
+	s.Args = []string{"--group-protocol", group.ProtocolConsumer}
+	return s
+}
+
 var (
+	consumerJoin  = matrix.Nemesis{Name: "consumer-join", Kinds: []string{"consumer-join"}, Interval: "4s", Duration: "1ms"}
 	isolateLeader = matrix.Nemesis{Name: "isolate-leader", Kinds: []string{"partition"}, Shapes: []string{"isolate-leader"},
 		Target: "leader", Interval: "3s", Duration: "5s"}
 	strandLeader       = matrix.Nemesis{Name: "strand-leader", Kinds: []string{"strand-leader"}, Interval: "3s", Duration: "3s"}
@@ -117,6 +128,8 @@ func Probes(timeLimit time.Duration) []Probe {
 			Why: "markers go out before PrepareCommit is durable; a coordinator killed in that window leaves a successor that knows the transaction only as Ongoing and aborts it, while some partitions already hold its COMMIT: torn-transaction or aborted-read. The window is one replication round trip, so random kills hit it rarely: this probe measures how rarely"},
 		{Bug: "txn-offsets-early", Config: SafeEOS(timeLimit), Nemesis: pipelineCrash,
 			Why: "the eos pipeline commits its group's offsets in each transaction; a pipeline torn down mid-transaction leaves it to be aborted, and the bug has already applied its offsets: the partition's next owner starts past input whose output was aborted (eos-missing). Leader kills rarely abort a pipeline transaction (franz-go retries the produce)"},
+		{Bug: "assign-before-revoke", Config: SafeConsumerGroup(timeLimit), Nemesis: consumerJoin,
+			Why: "KIP-848 consumer groups committing before processing (at-most-once: no redelivery allowed); a joining consumer is given partitions their owner has not revoked yet: it starts at the owner's last commit while the owner still consumes, and both process the same records (redelivered). A correct coordinator gives them only after the revoke, when the owner has committed all it polled"},
 		{Bug: "elect-outside-isr", Config: minISR1, Nemesis: strandLeader,
 			Why: "min ISR 1 (the bug needs writes only the ISR holds): the stranded leader acknowledges alone, is killed, and the controller elects a follower outside the ISR although unclean election is off: lost-write / inconsistent-offsets. A correct controller keeps the partition offline"},
 	}
