@@ -191,6 +191,9 @@ func TestGroupConsumerProtocolAssignBeforeRevoke(t *testing.T) {
 		tc := groupTest(t, name, 7, nemesis.ConsumerJoin, group.Config{CommitMode: group.CommitBefore,
 			GroupProtocol: group.ProtocolConsumer, ProcessingTime: 5 * time.Millisecond})
 		tc.Cluster.Bugs = bugs
+		// The broker's KIP-848 heartbeat interval, shortened so that the
+		// joiner's partitions move within the run.
+		tc.Cluster.BrokerArgs = append(tc.Cluster.BrokerArgs, "--consumer-heartbeat-interval=500ms", "--consumer-session-timeout=10s")
 		tc.Interval = 3 * time.Second
 		return tc
 	}

@@ -45,9 +45,10 @@ type Config struct {
 	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are
 	// group.consumer.session.timeout.ms and
 	// group.consumer.heartbeat.interval.ms of KIP-848 consumer groups, set
-	// by the broker, not the client (Kafka: 45 s and 5 s; here 10 s and
-	// 500 ms unless set, so that a harness run sees a crashed consumer's
-	// partitions move within its time).
+	// by the broker, not the client (Kafka's 45 s and 5 s unless set;
+	// `gregor broker --consumer-session-timeout/--consumer-heartbeat-interval`
+	// shorten them for runs that should see a crashed member's partitions
+	// move within their time).
 	ConsumerSessionTimeout    time.Duration
 	ConsumerHeartbeatInterval time.Duration
 	Clock                     coordinator.Clock
@@ -91,10 +92,10 @@ func (c *Config) Defaults() {
 		c.WriteTimeout = 5 * time.Second
 	}
 	if c.ConsumerSessionTimeout <= 0 {
-		c.ConsumerSessionTimeout = 10 * time.Second
+		c.ConsumerSessionTimeout = 45 * time.Second
 	}
 	if c.ConsumerHeartbeatInterval <= 0 {
-		c.ConsumerHeartbeatInterval = 500 * time.Millisecond
+		c.ConsumerHeartbeatInterval = 5 * time.Second
 	}
 	if c.Clock == nil {
 		c.Clock = coordinator.RealClock{}

@@ -38,17 +38,20 @@ type brokerFlags struct {
 	retentionMs  int64
 	retentionB   int64
 	lagMax       time.Duration
-	bugs         []string
-	logLevel     string
-	voters       string
-	kafkaPeers   string
-	ctrlOnly     bool
-	quorum       []int
-	session      time.Duration
-	heartbeat    time.Duration
-	raftTimeout  time.Duration
-	metrics      string
-	txnVersion   int16
+	// cgSession, cgHeartbeat: KIP-848 consumer groups' broker-side
+	// session timeout and heartbeat interval.
+	cgSession, cgHeartbeat time.Duration
+	bugs                   []string
+	logLevel               string
+	voters                 string
+	kafkaPeers             string
+	ctrlOnly               bool
+	quorum                 []int
+	session                time.Duration
+	heartbeat              time.Duration
+	raftTimeout            time.Duration
+	metrics                string
+	txnVersion             int16
 }
 
 func (f *brokerFlags) register(cmd *cobra.Command) {
@@ -69,6 +72,8 @@ func (f *brokerFlags) register(cmd *cobra.Command) {
 	fl.Int64Var(&f.retentionMs, "retention-ms", -1, "delete closed segments older than this, -1 keeps all (log.retention.ms)")
 	fl.Int64Var(&f.retentionB, "retention-bytes", -1, "keep at most this many bytes per partition, -1 keeps all (log.retention.bytes)")
 	fl.DurationVar(&f.lagMax, "replica-lag-max", 30*time.Second, "replica.lag.time.max.ms")
+	fl.DurationVar(&f.cgSession, "consumer-session-timeout", 45*time.Second, "group.consumer.session.timeout.ms: a KIP-848 consumer group member silent this long is fenced")
+	fl.DurationVar(&f.cgHeartbeat, "consumer-heartbeat-interval", 5*time.Second, "group.consumer.heartbeat.interval.ms: how often KIP-848 members are asked to heartbeat")
 	fl.StringSliceVar(&f.bugs, "bug", nil, "plant a known bug (testing the harness): "+strings.Join(cluster.BugNames(), ", "))
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug | info | warn | error")
 	fl.StringVar(&f.voters, "voters", "", "controller quorum voters id@host:raftport,... (every node of a multi-broker cluster); empty: a cluster of one")
@@ -134,6 +139,10 @@ func (f *brokerFlags) config() (cluster.Config, error) {
 		MetricsListen:      f.metrics,
 		Logger:             logger,
 	}
+	if f.cgSession <= 0 || f.cgHeartbeat <= 0 || f.cgHeartbeat >= f.cgSession {
+		return cluster.Config{}, fmt.Errorf("--consumer-heartbeat-interval %v, --consumer-session-timeout %v: give both above 0, the interval below the timeout (Kafka: 5s and 45s)", f.cgHeartbeat, f.cgSession)
+	}
+	cfg.Groups.ConsumerSessionTimeout, cfg.Groups.ConsumerHeartbeatInterval = f.cgSession, f.cgHeartbeat
 	if err := cluster.PlantBugs(&cfg, f.bugs); err != nil {
 		return cluster.Config{}, err
 	}
