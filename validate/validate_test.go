@@ -150,21 +150,21 @@ func TestPlanCells(t *testing.T) {
 	// Every probe's exact settings, fault and seeds run without the bug,
 	// once: ack-before-isr and hw-past-lagging-isr share settings and fault,
 	// so they share a control named after both.
-	// 9 probes x 3 seeds, less the 3 runs ack-before-isr and
+	// 10 probes x 3 seeds, less the 3 runs ack-before-isr and
 	// hw-past-lagging-isr share.
-	if len(probeArgs) != 24 {
-		t.Fatalf("%d distinct probe runs without their bug, want 24 (two probes share theirs)", len(probeArgs))
+	if len(probeArgs) != 27 {
+		t.Fatalf("%d distinct probe runs without their bug, want 27 (two probes share theirs)", len(probeArgs))
 	}
 	for a, b := range probeArgs {
 		if !slices.Contains(strings.Split(controls[a], ","), b) {
 			t.Errorf("probe run of %s %q has no control with the same arguments naming it (%q)", b, a, controls[a])
 		}
 	}
-	if len(controls) != 24 {
-		t.Errorf("%d control runs, want 24 (one per distinct probe run)", len(controls))
+	if len(controls) != 27 {
+		t.Errorf("%d control runs, want 27 (one per distinct probe run)", len(controls))
 	}
 	for _, b := range []string{"ack-before-isr", "hw-past-lagging-isr", "truncate-to-hw", "skip-min-isr", "elect-outside-isr",
-		"lso-past-open-txn", "no-zombie-fencing", "marker-before-prepare", "txn-offsets-early"} {
+		"lso-past-open-txn", "no-zombie-fencing", "marker-before-prepare", "txn-offsets-early", "assign-before-revoke"} {
 		if bugs[b] != 3 {
 			t.Errorf("bug %s: %d runs, want 3", b, bugs[b])
 		}
