@@ -103,4 +103,6 @@ func testExists(dir, fn, sub string) error {
 
 type missingSubtest struct{ name string }
 
-func (m *missingSubtest) Error() string { return "no subtest " + strconv.Quote(m.name) + " in its file" }
+func (m *missingSubtest) Error() string {
+	return "no subtest " + strconv.Quote(m.name) + " in its file"
+}
