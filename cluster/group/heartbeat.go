@@ -49,7 +49,10 @@ func (s *shard) withWriteLock(ctx context.Context, f func() (*kmsg.ConsumerGroup
 	select {
 	case s.writeLock <- struct{}{}:
 	case <-ctx.Done():
-		return nil, kerr.RequestTimedOut
+		// The writes before it did not commit in time: as a timed-out
+		// write, COORDINATOR_NOT_AVAILABLE, which clients retry
+		// (GroupCoordinatorService.handleOperationException).
+		return nil, kerr.CoordinatorNotAvailable
 	case <-s.ctx.Done():
 		return nil, kerr.NotCoordinator
 	}
