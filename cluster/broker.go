@@ -152,7 +152,7 @@ func Start(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
-	b.server = wire.NewServer(b, wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log})
+	b.server = wire.NewServer(b, wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log, ConsumerProtocol: cfg.Groups.ConsumerProtocol})
 	b.groups = b.startGroups()
 	b.txns = b.startTxns()
 	watchCtx, stopWatch := context.WithCancel(context.Background())

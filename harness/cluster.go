@@ -45,6 +45,10 @@ type ClusterConfig struct {
 	// TransactionVersion is the cluster's transaction.version feature: 1
 	// (Kafka 3.x transactions) or 2 (KIP-890); 0 is the broker's default.
 	TransactionVersion int16
+	// ConsumerProtocol offers KIP-848's consumer group protocol
+	// (`gregor broker --group-protocols classic,consumer`); Config.Validate
+	// sets it from the group workload's --group-protocol consumer.
+	ConsumerProtocol bool
 	// BrokerArgs are extra flags for every broker, after the others (a
 	// later flag wins).
 	BrokerArgs []string
@@ -119,6 +123,9 @@ func (c *ClusterConfig) Spec(name, binary string) runtime.ClusterSpec {
 	}
 	if c.TransactionVersion != 0 {
 		args = append(args, "--transaction-version", strconv.Itoa(int(c.TransactionVersion)))
+	}
+	if c.ConsumerProtocol {
+		args = append(args, "--group-protocols", "classic,consumer")
 	}
 	if c.Nodes+c.Controllers > 1 {
 		// Every node is a voter of the controller quorum (combined mode).

@@ -13,7 +13,9 @@
 package group
 
 import (
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"gregor/cluster/coordinator"
@@ -51,9 +53,18 @@ type Config struct {
 	// move within their time).
 	ConsumerSessionTimeout    time.Duration
 	ConsumerHeartbeatInterval time.Duration
-	Clock                     coordinator.Clock
-	Logger                    *slog.Logger
-	Bugs                      Bugs
+	// ConsumerProtocol is whether group.coordinator.rebalance.protocols
+	// holds "consumer" (KafkaApis.isConsumerGroupProtocolEnabled): off,
+	// the broker does not advertise ConsumerGroupHeartbeat/Describe nor
+	// group.version, and answers them UNSUPPORTED_VERSION, so clients stay
+	// on the classic protocol. Kafka 4 turns it on by default; gregor does
+	// not yet (DESIGN.md section on KIP-848: franz-go's 848 tests do not
+	// pass reliably against it, issue 30), so `gregor broker
+	// --group-protocols classic,consumer` opts in.
+	ConsumerProtocol bool
+	Clock            coordinator.Clock
+	Logger           *slog.Logger
+	Bugs             Bugs
 }
 
 // Bugs are planted bugs (DESIGN section 6), each off by default.
@@ -103,4 +114,32 @@ func (c *Config) Defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+}
+
+// Rebalance protocols (group.coordinator.rebalance.protocols).
+const (
+	RebalanceClassic  = "classic"
+	RebalanceConsumer = "consumer"
+)
+
+// ParseRebalanceProtocols reads group.coordinator.rebalance.protocols and
+// says whether it turns on the consumer protocol (ConsumerProtocol). As
+// KafkaConfig does, it refuses a list without "classic"; Kafka's "share"
+// and "streams" groups gregor does not run.
+func ParseRebalanceProtocols(list []string) (consumer bool, err error) {
+	classic := false
+	for _, p := range list {
+		switch p {
+		case RebalanceClassic:
+			classic = true
+		case RebalanceConsumer:
+			consumer = true
+		default:
+			return false, fmt.Errorf("--group-protocols %q: give classic, or classic,consumer (KIP-848)", strings.Join(list, ","))
+		}
+	}
+	if !classic {
+		return false, fmt.Errorf("--group-protocols %q: disabling the classic protocol is not supported (as in Kafka); give classic or classic,consumer", strings.Join(list, ","))
+	}
+	return consumer, nil
 }

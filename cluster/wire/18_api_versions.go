@@ -8,7 +8,9 @@ package wire
 //     transaction version (maxVersion);
 //   - v3+: the finalized feature transaction.version (1 or 2), by which
 //     clients choose between Kafka 3.x transactions and KIP-890's, and
-//     group.version 1 (KIP-848's consumer protocol, 68_...);
+//     group.version 1 (KIP-848's consumer protocol, 68_...) when the broker
+//     runs it (Options.ConsumerProtocol; without it keys 68 and 69 are not
+//     offered either);
 //   - a version we do not know is answered at v0 with UNSUPPORTED_VERSION and
 //     ApiVersions' own range only (see decode), as Kafka's
 //     ApiVersionsRequest.getErrorResponse, on a connection kept open, so the
@@ -31,6 +33,9 @@ func (s *Server) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 	resp.SetVersion(version)
 	for _, k := range slices.Sorted(maps.Keys(apis)) {
 		a := apis[k]
+		if consumerProtocolKey(k) && !s.opts.ConsumerProtocol {
+			continue
+		}
 		v := kmsg.NewApiVersionsResponseApiKey()
 		v.ApiKey, v.MinVersion, v.MaxVersion = k, a.versions.min, s.maxVersion(k)
 		resp.ApiKeys = append(resp.ApiKeys, v)
@@ -49,7 +54,9 @@ func (s *Server) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 	} else {
 		resp.FinalizedFeaturesEpoch = -1
 	}
-	addGroupVersion(resp)
+	if s.opts.ConsumerProtocol {
+		addGroupVersion(resp)
+	}
 	return resp
 }
 

@@ -21,9 +21,12 @@ func init() { register(68, 0, 1, handleConsumerGroupHeartbeat) }
 func handleConsumerGroupHeartbeat(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
 	c := s.coordinator()
-	if c == nil {
+	if !s.opts.ConsumerProtocol || c == nil {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		if !s.opts.ConsumerProtocol {
+			resp.ErrorCode = kerr.UnsupportedVersion.Code // KafkaApis, protocol off
+		}
 		return now(resp)
 	}
 	wait := c.ConsumerGroupHeartbeat(ctx, hdr.clientID, "", req)
@@ -33,6 +36,13 @@ func handleConsumerGroupHeartbeat(s *Server, ctx context.Context, hdr header, kr
 		return r
 	}}
 }
+
+// consumerProtocolKey is whether key belongs to KIP-848's consumer protocol,
+// offered only with Options.ConsumerProtocol. Kafka answers these
+// UNSUPPORTED_VERSION when the protocol is off
+// (KafkaApis.handleConsumerGroupHeartbeat); gregor also leaves them out of
+// ApiVersions, since franz-go chooses the protocol by key 68's presence.
+func consumerProtocolKey(key int16) bool { return key == 68 || key == 69 }
 
 // groupVersionFeature is Kafka's GroupVersion.FEATURE_NAME: level 1 turns on
 // the consumer protocol (Kafka 4's default).

@@ -15,11 +15,15 @@ func init() { register(69, 0, 1, handleConsumerGroupDescribe) }
 func handleConsumerGroupDescribe(s *Server, _ context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
 	c := s.coordinator()
-	if c == nil {
+	if !s.opts.ConsumerProtocol || c == nil {
+		e := kerr.CoordinatorNotAvailable
+		if !s.opts.ConsumerProtocol {
+			e = kerr.UnsupportedVersion // KafkaApis, protocol off
+		}
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 		for _, g := range req.Groups {
 			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
-			rg.Group, rg.ErrorCode = g, kerr.CoordinatorNotAvailable.Code
+			rg.Group, rg.ErrorCode = g, e.Code
 			resp.Groups = append(resp.Groups, rg)
 		}
 		return now(resp)

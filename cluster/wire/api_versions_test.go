@@ -85,7 +85,71 @@ func TestApiVersionsKIP511RetryOnSameConnection(t *testing.T) {
 	if err := v3.ReadFrom(raw); err != nil {
 		t.Fatalf("retry answer: %v", err)
 	}
-	if corr != 7 || v3.ErrorCode != 0 || len(v3.ApiKeys) != len(apis) {
-		t.Fatalf("retry answered corr %d error %d with %d keys, want 7, 0, %d", corr, v3.ErrorCode, len(v3.ApiKeys), len(apis))
+	// Every registered key but KIP-848's two, which testServer does not
+	// offer (Options.ConsumerProtocol off).
+	if want := len(apis) - 2; corr != 7 || v3.ErrorCode != 0 || len(v3.ApiKeys) != want {
+		t.Fatalf("retry answered corr %d error %d with %d keys, want 7, 0, %d", corr, v3.ErrorCode, len(v3.ApiKeys), want)
+	}
+}
+
+// apiVersionsV3 asks s for ApiVersions v3 on a fresh connection.
+func apiVersionsV3(t *testing.T, s *Server) *kmsg.ApiVersionsResponse {
+	t.Helper()
+	c := dialServer(t, s)
+	req := kmsg.NewPtrApiVersionsRequest()
+	f := frameFor(req, 3)
+	if _, err := c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(f))), f...)); err != nil {
+		t.Fatal(err)
+	}
+	_, raw := readResponse(t, c)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(3)
+	if err := resp.ReadFrom(raw); err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// consumerProtocolOffered reports which of KIP-848's signs resp carries:
+// key 68 (what franz-go's should848 looks for), key 69, group.version.
+func consumerProtocolOffered(resp *kmsg.ApiVersionsResponse) (hb, describe, feature bool) {
+	for _, k := range resp.ApiKeys {
+		hb = hb || k.ApiKey == 68 && k.MaxVersion >= 1
+		describe = describe || k.ApiKey == 69
+	}
+	for _, f := range resp.FinalizedFeatures {
+		feature = feature || f.Name == groupVersionFeature && f.MaxVersionLevel == 1
+	}
+	return hb, describe, feature
+}
+
+// TestConsumerProtocolGate: a broker without
+// group.coordinator.rebalance.protocols' "consumer" neither advertises
+// KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe, group.version),
+// so clients stay classic, nor takes a heartbeat (UNSUPPORTED_VERSION, as
+// KafkaApis.handleConsumerGroupHeartbeat); with it, all three are offered.
+func TestConsumerProtocolGate(t *testing.T) {
+	off := testServer()
+	if hb, d, f := consumerProtocolOffered(apiVersionsV3(t, off)); hb || d || f {
+		t.Fatalf("consumer protocol off, yet advertised: heartbeat %v, describe %v, group.version %v", hb, d, f)
+	}
+	c := dialServer(t, off)
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch = "g", "m", 0
+	f := frameFor(hb, 1)
+	if _, err := c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(f))), f...)); err != nil {
+		t.Fatal(err)
+	}
+	_, raw := readResponse(t, c)
+	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	resp.SetVersion(1)
+	raw = raw[1:] // the flexible response header's tag buffer
+	if err := resp.ReadFrom(raw); err != nil || resp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("heartbeat to a classic-only broker: error code %d (%v), want UNSUPPORTED_VERSION", resp.ErrorCode, err)
+	}
+
+	on := NewServer(emptyBackend{}, Options{MaxRequestBytes: 1 << 20, Logger: off.log, ConsumerProtocol: true})
+	if hb, d, f := consumerProtocolOffered(apiVersionsV3(t, on)); !hb || !d || !f {
+		t.Fatalf("consumer protocol on, advertised: heartbeat %v, describe %v, group.version %v; want all", hb, d, f)
 	}
 }

@@ -42,6 +42,10 @@ type Options struct {
 	// Accept wraps accepted connections (the process runtime's fault layer
 	// drops or delays traffic here). Nil keeps them as they are.
 	Accept func(net.Conn) (net.Conn, error)
+	// ConsumerProtocol offers KIP-848's consumer group protocol
+	// (group.Config.ConsumerProtocol): ConsumerGroupHeartbeat and
+	// ConsumerGroupDescribe, and the group.version feature.
+	ConsumerProtocol bool
 }
 
 // Server serves the Kafka protocol for one broker.
