@@ -187,6 +187,8 @@ Exit status (as gregor check):
      stays readable by gregor check)
   4  the store cannot be written (read-only, disk full): the error names the
      path; the run stops, and what it wrote stays readable by gregor check
+  5  the cluster did not boot (a runtime failed to start it, or it was not
+     ready in time): nothing was tested; gregor matrix retries such a cell
   130, 143  a second Ctrl-C (130) or SIGTERM (143) ended it at once, after
      killing the fault commands still running`,
 		Args: cobra.NoArgs,
@@ -264,6 +266,9 @@ Exit status (as gregor check):
 			}
 			if _, ok := errors.AsType[*harness.StoreError](err); ok {
 				return &exitError{storeFailed, err}
+			}
+			if _, ok := errors.AsType[*harness.BootError](err); ok {
+				return &exitError{bootFailed, err}
 			}
 			if _, ok := errors.AsType[*history.ParseError](err); ok {
 				return &exitError{checkBadInput, err} // a stored file is damaged (history.ReadRun)
