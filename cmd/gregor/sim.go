@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -23,7 +21,6 @@ import (
 	"gregor/cluster"
 	"gregor/harness"
 	"gregor/history"
-	"gregor/matrix"
 	"gregor/runtime"
 	"gregor/runtime/sim"
 )
@@ -122,38 +119,9 @@ func simArgs(fl *pflag.FlagSet, seed int64) []string {
 	return append(args, "--seed="+strconv.FormatInt(seed, 10))
 }
 
-// refuseSim refuses what the sim does not model, naming why.
-func refuseSim(cfg *harness.Config) error {
-	if slices.Contains(cfg.Nemeses, "pause") {
-		return errors.New(sim.PauseRefusal)
-	}
-	return nil
-}
-
-// simCells drops the cells the sim cannot run (a pause nemesis), saying
-// which: the rest of a matrix runs on it.
-func simCells(cells []matrix.Cell, log io.Writer) []matrix.Cell {
-	var out []matrix.Cell
-	skipped := map[string]int{}
-	for _, c := range cells {
-		if slices.Contains(c.Nemesis.Kinds, "pause") {
-			skipped[c.Nemesis.Name]++
-			continue
-		}
-		out = append(out, c)
-	}
-	for _, name := range slices.Sorted(maps.Keys(skipped)) {
-		fmt.Fprintf(log, "matrix: --runtime sim skips the %d cells of column %s: %s\n", skipped[name], name, sim.PauseRefusal)
-	}
-	return out
-}
-
 // runSim is `gregor run --runtime sim` in the parent: --repeat times the
 // child, then (repeating) how often each anomaly recurred.
 func runSim(cmd *cobra.Command, cfg *harness.Config, repeat int) error {
-	if err := refuseSim(cfg); err != nil {
-		return &exitError{checkBadInput, err}
-	}
 	bin, err := simBinary()
 	if err != nil {
 		return &exitError{checkBadInput, err}
