@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -43,7 +44,14 @@ type simEnv struct {
 	rt      runtime.Runtime
 	started time.Time
 	result  string
+	// virtual is the bubble's clock when the child began (2000-01-01).
+	virtual time.Time
 }
+
+// stamp names a run directory made in the child: the parent's start plus
+// the simulated time since, so that each of several runs (gregor shrink's
+// replays) has its own and they sort as they ran.
+func (e *simEnv) stamp() time.Time { return e.started.Add(time.Since(e.virtual)) }
 
 // simResult is what one simulated run hands its parent.
 type simResult struct {
@@ -100,9 +108,15 @@ func simBinary() (string, error) {
 // simArgs are the run's flags as given, for the child, with the seed
 // this process drew.
 func simArgs(fl *pflag.FlagSet, seed int64) []string {
-	args := []string{"run"}
+	return append(simCommandArgs([]string{"run"}, fl, "repeat", "seed"), "--seed="+strconv.FormatInt(seed, 10))
+}
+
+// simCommandArgs are a command's words and the flags given to it, less
+// skip, for the child to run the same command.
+func simCommandArgs(words []string, fl *pflag.FlagSet, skip ...string) []string {
+	args := append([]string(nil), words...)
 	fl.Visit(func(f *pflag.Flag) {
-		if f.Name == "repeat" || f.Name == "seed" {
+		if slices.Contains(skip, f.Name) {
 			return
 		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
@@ -116,7 +130,33 @@ func simArgs(fl *pflag.FlagSet, seed int64) []string {
 		}
 		args = append(args, "--"+f.Name+"="+f.Value.String())
 	})
-	return append(args, "--seed="+strconv.FormatInt(seed, 10))
+	return args
+}
+
+// shrinkSim is `gregor shrink` of a sim run in the parent: the whole
+// search runs in gregor-sim, each replay a run on the sim runtime in the
+// one bubble (one after the other, each on its own in-memory cluster), so
+// --budget bounds simulated time there. Its output and exit status are
+// the child's; a signal ends the search (exit 3) as elsewhere.
+func shrinkSim(cmd *cobra.Command, dir string) error {
+	bin, err := simBinary()
+	if err != nil {
+		return &exitError{checkBadInput, err}
+	}
+	ctx, stop := interruptContext(cmd.Context(), cmd.ErrOrStderr())
+	defer stop()
+	enc, _ := json.Marshal(append(simCommandArgs([]string{"shrink", dir}, cmd.Flags(), "runtime"), "--runtime=sim"))
+	_, code, err := simOnce(ctx, bin, string(enc), cmd.OutOrStdout(), cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return &exitError{checkUnknown, errors.New("shrink interrupted: nothing stored")}
+	}
+	if code != 0 {
+		return &exitError{code: code} // the child said why
+	}
+	return nil
 }
 
 // runSim is `gregor run --runtime sim` in the parent: --repeat times the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"gregor/checker"
 	"gregor/history"
 )
 
@@ -96,21 +98,193 @@ func TestRunRuntimeSim(t *testing.T) {
 	}
 }
 
-// A nemesis the sim does not model is refused before anything starts,
-// naming why (exit 2).
-func TestRunRuntimeSimRefusesPause(t *testing.T) {
+// `gregor run --runtime sim --nemesis pause --nemesis-target leader`
+// (pause-leader) end to end: the run is valid, every pause is resumed,
+// and while a paused leader is paused the others elect another leader of
+// its partition (metadata.jsonl), as under SIGSTOP on the process runtime.
+func TestRunRuntimeSimPauseLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gregor-sim")
+	}
+	t.Setenv("GREGOR_SIM_BINARY", gregorSimBinary(t))
+	store := t.TempDir()
+	root := newRoot()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"run", "--runtime", "sim", "--nemesis", "pause", "--nemesis-target", "leader",
+		"--nemesis-interval", "5s", "--nemesis-duration", "6s", "--time-limit", "30s", "--seed", "2", "--store", store})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("gregor run --runtime sim --nemesis pause: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "valid: true") {
+		t.Fatalf("stdout lacks valid: true:\n%s", out.String())
+	}
+	rd, err := history.LatestRun(filepath.Join(store, "queue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, _, _, err := history.ReadFile(rd.History())
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, _, err := history.ReadMetadataFile(rd.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type pause struct {
+		node, partition int32
+		from, to        int64
+	}
+	var pauses []pause
+	open := map[int32]int{}
+	for _, op := range ops {
+		if op.Process != history.Nemesis {
+			continue
+		}
+		var v struct {
+			Nodes     []int32 `json:"nodes"`
+			Partition int32   `json:"partition"`
+		}
+		json.Unmarshal(op.Raw, &v)
+		switch op.F {
+		case "pause":
+			if len(v.Nodes) != 1 {
+				t.Fatalf("pause-leader paused %v", v.Nodes)
+			}
+			open[v.Nodes[0]] = len(pauses)
+			pauses = append(pauses, pause{v.Nodes[0], v.Partition, op.Time, -1})
+		case "resume":
+			for _, n := range v.Nodes {
+				if i, ok := open[n]; ok {
+					pauses[i].to = op.Time
+					delete(open, n)
+				}
+			}
+		}
+	}
+	if len(pauses) == 0 || len(open) > 0 {
+		t.Fatalf("%d pauses, %d never resumed", len(pauses), len(open))
+	}
+	moved := 0
+	for _, p := range pauses {
+		for _, s := range samples {
+			if s.Time > p.from && s.Time < p.to && s.Broker != p.node && int(p.partition) < len(s.Partitions) {
+				if l := s.Partitions[p.partition].Leader; l >= 0 && l != p.node {
+					moved++
+					break
+				}
+			}
+		}
+	}
+	if moved == 0 {
+		t.Fatalf("in none of %d pauses did leadership move off the paused leader (metadata.jsonl)", len(pauses))
+	}
+	t.Logf("%d pauses of the leader, leadership moved during %d", len(pauses), moved)
+}
+
+// gregor shrink of a failing sim run shrinks on the sim (the run's
+// runtime): the replays run in gregor-sim, the smallest failing schedule
+// is stored as <test>-shrunk with a run directory named by the wall clock
+// (not the bubble's 2000-01-01), and the replays leave nothing behind.
+func TestShrinkRuntimeSim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gregor-sim")
+	}
+	t.Setenv("GREGOR_SIM_BINARY", gregorSimBinary(t))
+	store := t.TempDir()
+	run := func(args ...string) (string, error) {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(args)
+		err := root.Execute()
+		return out.String(), err
+	}
+	out, err := run("run", "--runtime", "sim", "--bug", "ack-before-isr", "--controllers", "1", "--dedicated-controllers",
+		"--nemesis", "partition", "--partition-shapes", "isolate-leader", "--nemesis-target", "leader",
+		"--nemesis-interval", "3s", "--nemesis-duration", "5s", "--time-limit", "20s", "--seed", "1", "--store", store)
+	if ee, ok := errors.AsType[*exitError](err); !ok || ee.code != 1 {
+		t.Fatalf("the planted bug's run: %v, want exit 1 (a forbidden anomaly):\n%s", err, out)
+	}
+	out, err = run("shrink", "--max-replays", "4", filepath.Join(store, "queue"))
+	if err != nil {
+		t.Fatalf("gregor shrink of a sim run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "shrunk:") {
+		t.Fatalf("no shrunk schedule:\n%s", out)
+	}
+	rd, err := history.LatestRun(filepath.Join(store, "queue-shrunk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(filepath.Base(string(rd)), "2000") {
+		t.Fatalf("the shrunk run is named by the bubble's clock: %s", rd)
+	}
+	cfg, err := history.ReadConfig(rd.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Runtime != "sim" || !cfg.SimulatedTime {
+		t.Fatalf("shrunk run's test.json: runtime %q, simulated_time %v", cfg.Runtime, cfg.SimulatedTime)
+	}
+	res, err := checker.ReadResultFile(rd.Results())
+	if err != nil || res.Valid != checker.ValidFalse {
+		t.Fatalf("the shrunk run's result: %v, %v; want invalid", res, err)
+	}
+	entries, _ := os.ReadDir(store)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".shrink-") {
+			t.Fatalf("the replays' directory %s is left", e.Name())
+		}
+	}
+}
+
+// gregor validate --runtime sim runs its planted-bug probes, their
+// controls and the safe runs on the sim: the probe's bug is caught in
+// every run, no false alarm, every run simulated.
+func TestValidateRuntimeSim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gregor and gregor-sim")
+	}
+	t.Setenv("GREGOR_SIM_BINARY", gregorSimBinary(t))
+	t.Setenv("GREGOR_BINARY", gregorBinary(t))
+	dir := t.TempDir()
 	root := newRoot()
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
-	root.SetArgs([]string{"run", "--runtime", "sim", "--nemesis", "kill,pause", "--store", t.TempDir()})
-	err := root.Execute()
-	ee, ok := errors.AsType[*exitError](err)
-	if !ok || ee.code != checkBadInput || !strings.Contains(err.Error(), "pause is not modelled by --runtime sim") {
-		t.Fatalf("got %v, want exit 2 naming why pause is refused", err)
+	root.SetArgs([]string{"validate", "--runtime", "sim", "--bugs", "ack-before-isr", "--runs", "2", "--safe-runs", "2", "--out", dir})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("gregor validate --runtime sim: %v\n%s", err, out.String())
 	}
-	if strings.Contains(out.String(), "setup") {
-		t.Fatalf("the run started:\n%s", out.String())
+	var sum struct {
+		Bugs []struct {
+			Bug          string `json:"bug"`
+			Runs, Failed int
+		} `json:"bugs"`
+		FalseAlarms int `json:"false_alarms"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "validate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Bugs) != 1 || sum.Bugs[0].Runs != 2 || sum.Bugs[0].Failed != 2 || sum.FalseAlarms != 0 {
+		t.Fatalf("validate.json: %s", b)
+	}
+	configs, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "run", "2*", "test.json"))
+	if len(configs) < 6 {
+		t.Fatalf("%d runs' test.json, want 6 (2 probes, 2 controls, 2 safe)", len(configs))
+	}
+	for _, c := range configs {
+		cfg, err := history.ReadConfig(c)
+		if err != nil || cfg.Runtime != "sim" || !cfg.SimulatedTime {
+			t.Fatalf("%s: runtime %q simulated %v (%v)", c, cfg.Runtime, cfg.SimulatedTime, err)
+		}
 	}
 }
 
