@@ -8,10 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -166,7 +166,10 @@ func runSim(cmd *cobra.Command, cfg *harness.Config, repeat int) error {
 	if err != nil {
 		return &exitError{checkBadInput, err}
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	// As every run: the first signal ends the run (the child's bubble
+	// tears down, exit 3), a second exits at once (130, 143), killing
+	// the child first.
+	ctx, stop := interruptContext(cmd.Context(), cmd.ErrOrStderr())
 	defer stop()
 	args := simArgs(cmd.Flags(), cfg.Seed)
 	enc, _ := json.Marshal(args)
@@ -214,7 +217,12 @@ func simOnce(ctx context.Context, bin, args string, out, errOut io.Writer) (*sim
 	c.WaitDelay = 10 * time.Second
 	// A parent that dies (SIGKILL included) takes its simulation with it.
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	err = c.Run()
+	if err := c.Start(); err != nil {
+		return nil, 0, fmt.Errorf("gregor-sim: %w", err)
+	}
+	simChildren.add(c.Process)
+	err = c.Wait()
+	simChildren.remove(c.Process)
 	code := 0
 	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = ee.ExitCode()
@@ -233,6 +241,38 @@ func simOnce(ctx context.Context, bin, args string, out, errOut io.Writer) (*sim
 		return nil, code, nil
 	}
 	return &r, code, nil
+}
+
+// simChildren are the gregor-sim processes running: a second signal
+// (interruptContext) kills them before gregor exits at once, so that
+// nothing of the run outlives it.
+var simChildren = procSet{procs: map[*os.Process]bool{}}
+
+type procSet struct {
+	mu    sync.Mutex
+	procs map[*os.Process]bool
+}
+
+func (s *procSet) add(p *os.Process) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.procs[p] = true
+}
+
+func (s *procSet) remove(p *os.Process) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.procs, p)
+}
+
+// kill SIGKILLs every process of the set and waits for none: the process
+// exits next.
+func (s *procSet) kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := range s.procs {
+		p.Kill()
+	}
 }
 
 // recurrence prints how often each anomaly recurred over the repetitions
