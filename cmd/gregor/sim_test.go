@@ -401,7 +401,7 @@ func TestRunRuntimeSimSignals(t *testing.T) {
 			if err != nil || len(ops) == 0 {
 				t.Fatalf("history: %d ops, %v", len(ops), err)
 			}
-			check := exec.Command(gregor, "check", string(rd))
+			check := exec.Command(gregor, "check", rd.History())
 			out, err := check.CombinedOutput()
 			code := 0
 			if ee, ok := errors.AsType[*exec.ExitError](err); ok {
