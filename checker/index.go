@@ -474,8 +474,12 @@ func (k *keyIndex) takeReads(ix *index, chunks []chunkIndex) {
 // chunkCount is how many chunks buildIndex cuts calls into: a few per
 // worker, so one slow chunk does not hold the others up, none tiny.
 func chunkCount(calls, workers int) int {
-	return max(1, min(4*workers, calls/4096))
+	return max(1, min(4*workers, calls/chunkMinCalls))
 }
+
+// chunkMinCalls is the smallest chunk worth a goroutine (a variable so that
+// tests cut small histories into many chunks).
+var chunkMinCalls = 4096
 
 // forEach runs f(0), ..., f(n-1) on up to workers goroutines, each taking
 // the next i when done with its last.
