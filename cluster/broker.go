@@ -142,7 +142,13 @@ func Start(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
-	b.server = wire.NewServer(b, wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log})
+	wopts := wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log}
+	if err := b.wireOptions(&wopts); err != nil {
+		ln.Close()
+		b.closePartitions()
+		return nil, err
+	}
+	b.server = wire.NewServer(b, wopts)
 	b.groups = b.startGroups()
 	b.txns = b.startTxns()
 	watchCtx, stopWatch := context.WithCancel(context.Background())
