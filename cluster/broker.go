@@ -112,6 +112,9 @@ func Start(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("advertised address %q: %w (give host:port)", cfg.Advertise, err)
 	}
+	if err := b.cfg.Security.prepare(host, cfg.DataDir); err != nil {
+		return nil, err
+	}
 	b.net = cfg.Net
 	if b.net == nil {
 		b.net = faultnet.New(host)

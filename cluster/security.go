@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -28,8 +29,13 @@ type Security struct {
 	// speaks).
 	Mechanisms []string
 	// CertFile and KeyFile are the broker's certificate (ssl.keystore, as
-	// PEM): served on the listener, and presented to peers.
+	// PEM): served on the listener, and presented to peers. Without them,
+	// CAKeyFile (the key of Inter.CAFile) lets the broker issue itself one
+	// for the host it advertises, into its data directory: how gregor's
+	// booting runtimes secure a cluster whose addresses they learn only as
+	// it starts.
 	CertFile, KeyFile string
+	CAKeyFile         string
 	// Inter is how this broker dials its peers' listeners (inter-broker
 	// replication, markers, controller RPCs): the listener's protocol,
 	// sasl.mechanism.inter.broker.protocol, the broker's own user and
@@ -66,21 +72,38 @@ func (s *Security) validate() error {
 		}
 	}
 	tlsOn := s.Protocol == security.SSL || s.Protocol == security.SASLSSL
-	if tlsOn && (s.CertFile == "" || s.KeyFile == "") {
-		return fmt.Errorf("listener %s is %s: give the broker's certificate, --tls-cert and --tls-key (PEM)", s.ListenerName, s.Protocol)
+	if tlsOn && (s.CertFile == "") != (s.KeyFile == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together: give both, or --tls-ca-key for the broker to issue its own")
+	}
+	if tlsOn && s.CertFile == "" && s.CAKeyFile == "" {
+		return fmt.Errorf("listener %s is %s: give the broker's certificate, --tls-cert and --tls-key (PEM), or --tls-ca-key for it to issue its own", s.ListenerName, s.Protocol)
 	}
 	if tlsOn && s.Inter.CAFile == "" {
 		return fmt.Errorf("listener %s is %s: give --tls-ca, the CA that signed the brokers' certificates (brokers dial each other over it)", s.ListenerName, s.Protocol)
 	}
-	// The broker's own client side: its certificate is the keystore's.
-	if tlsOn {
+	if !tlsOn && (s.CertFile != "" || s.CAKeyFile != "") {
+		return fmt.Errorf("TLS files given for listener %s, which is %s: use SSL or SASL_SSL, or drop them", s.ListenerName, s.Protocol)
+	}
+	if m := strings.ToUpper(s.Inter.Mechanism); s.Inter.SASL() && m != "" && !slices.Contains(s.Mechanisms, m) {
+		return fmt.Errorf("--sasl-mechanism %s (inter-broker) is not in --sasl-enabled-mechanisms %v: enable it", m, s.Mechanisms)
+	}
+	return nil
+}
+
+// prepare issues the broker's certificate when it has only the CA's key,
+// and loads its own client side (its certificate is the keystore's).
+func (s *Security) prepare(host, dataDir string) error {
+	if s.Inter.TLS() && s.CertFile == "" {
+		var err error
+		if s.CertFile, s.KeyFile, err = security.Issue(s.Inter.CAFile, s.CAKeyFile, "broker", []string{host}, filepath.Join(dataDir, "tls")); err != nil {
+			return err
+		}
+	}
+	if s.Inter.TLS() {
 		s.Inter.CertFile, s.Inter.KeyFile = s.CertFile, s.KeyFile
 	}
 	if err := s.Inter.Load(); err != nil {
 		return fmt.Errorf("inter-broker security: %w", err)
-	}
-	if s.Inter.SASL() && !slices.Contains(s.Mechanisms, s.Inter.Mechanism) {
-		return fmt.Errorf("--sasl-mechanism %s (inter-broker) is not in --sasl-enabled-mechanisms %v: enable it", s.Inter.Mechanism, s.Mechanisms)
 	}
 	return nil
 }

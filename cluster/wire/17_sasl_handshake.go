@@ -1,12 +1,14 @@
 package wire
 
-// SaslHandshake: v1.
+// SaslHandshake: v0-1 (v0 answered, never served).
 //
 // Behaviour: on a SASL listener the handshake is the connection's
 // authentication (auth.go) and never reaches this handler; here, on an
 // authenticated connection or a listener without SASL, it is answered
-// ILLEGAL_SASL_STATE, as KafkaApis.handleSaslHandshakeRequest does. v0
-// (raw tokens, no SaslAuthenticate) is not served.
+// ILLEGAL_SASL_STATE, as KafkaApis.handleSaslHandshakeRequest does. v0 is
+// advertised because librdkafka requires it to enable SASL at all, and then
+// uses v1; a v0 handshake (raw tokens after it, no SaslAuthenticate) is
+// answered ILLEGAL_SASL_STATE and the connection closed (auth.go).
 
 import (
 	"context"
@@ -15,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(17, 1, 1, handleSaslHandshake) }
+func init() { register(17, 0, 1, handleSaslHandshake) }
 
 func handleSaslHandshake(s *Server, _ context.Context, _ header, req kmsg.Request) reply {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)

@@ -22,8 +22,8 @@ package wire
 //     KIP-368, is not served: the session lifetime answered is 0).
 //
 // SaslHandshake v0 (raw tokens after the handshake, without
-// SaslAuthenticate) is not served: ApiVersions advertises v1, which every
-// client since Kafka 1.0 uses.
+// SaslAuthenticate) is not served: it is answered ILLEGAL_SASL_STATE and
+// the connection closed; every client since Kafka 1.0 uses v1.
 
 import (
 	"context"
@@ -95,6 +95,10 @@ func (s *Server) authenticate(ctx context.Context, a *connAuth, hdr header, req 
 func (s *Server) handshake(a *connAuth, hdr header, req *kmsg.SASLHandshakeRequest) reply {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.SupportedMechanisms = slices.Clone(s.opts.SASL.Mechanisms)
+	if hdr.version < 1 {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return reply{resp: resp, closeAfter: true}
+	}
 	if !slices.Contains(s.opts.SASL.Mechanisms, req.Mechanism) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		return reply{resp: resp, closeAfter: true}
