@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"gregor/cluster"
 	"gregor/internal/security"
@@ -36,6 +41,22 @@ func TestClientsSASLSSL(t *testing.T) {
 		c.Security = cluster.Security{Protocol: security.SASLSSL, CertFile: certs.BrokerCert, KeyFile: certs.BrokerKey,
 			Inter: security.Config{Mechanism: security.ScramSHA512, User: user, PasswordFile: pw, CAFile: certs.CA}}
 	})
+	// Topics made first, RF 3, by franz-go over the same listener.
+	pool, err := security.LoadCA(certs.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(tc.bootstrap, ",")...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool}),
+		kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha512Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, topic := range []string{"kcat-sasl", "ck-sasl"} {
+		if _, err := kadm.NewClient(cl).CreateTopic(t.Context(), 3, 3, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Run("kcat", func(t *testing.T) {
 		const topic, n = "kcat-sasl", 50
 		sec := func(pass string) []string {

@@ -260,7 +260,10 @@ func (s *scramServer) clientFinal(msg string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, errors.New("scram: bad proof encoding")
 	}
-	if parseAttrs(withoutProof)["r"] != s.nonce {
+	// Kafka's check is endsWith, not equality (ScramSaslServer): some
+	// clients (librdkafka 1.x) send their own nonce again before the
+	// combined one, and Kafka takes them.
+	if !strings.HasSuffix(parseAttrs(withoutProof)["r"], s.nonce) {
 		return nil, false, errors.New("scram: Invalid client nonce in the final client message.")
 	}
 	authMsg := []byte(s.clientBare + "," + s.serverFirst + "," + withoutProof)

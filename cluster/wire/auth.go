@@ -117,7 +117,7 @@ func (s *Server) saslStep(ctx context.Context, a *connAuth, req *kmsg.SASLAuthen
 		if ae, ok := err.(*sasl.AuthError); ok {
 			msg = ae.Msg
 		}
-		s.log.Info("SASL authentication failed", "mechanism", a.mech, "err", msg)
+		s.log.Info("SASL authentication failed", "mechanism", a.mech, "err", err)
 		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(msg)
 		t := time.NewTimer(failedAuthDelay)
 		select {
