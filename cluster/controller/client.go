@@ -337,4 +337,3 @@ func (cl *Client) AlterISR(ctx context.Context, id int32, epoch int64, ch ISRCha
 	return meta.Partition{Topic: ch.Topic, Index: rp.Partition, ISR: rp.ISR, Leader: rp.LeaderID,
 		LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch}, nil
 }
-
