@@ -120,3 +120,50 @@ func TestExternalRuntimeSASLSSL(t *testing.T) {
 		t.Error("gregor up's output holds the SASL password")
 	}
 }
+
+// gregor run --runtime process with SASL_SSL boots a secured three-broker
+// cluster for the run (a CA of its own, each broker's certificate issued
+// from it, replication and controller RPCs over the secured listener):
+// the clients' operations succeed, the history is valid, and the password
+// is nowhere in the run directory.
+func TestRunProcessSASLSSL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots clusters")
+	}
+	t.Cleanup(func() { dialer.SetSecurity(nil) })
+	t.Setenv("GREGOR_BINARY", gregorBinary(t))
+	const password = "pw-4d2a-process-run"
+	pwFile := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	out, err := execGregor("run", "--runtime", "process", "--store", store, "--nodes", "3", "--rf", "3", "--min-isr", "2",
+		"--time-limit", "5s", "--warm-up", "1s", "--concurrency", "4", "--rate", "100",
+		"--security-protocol", "SASL_SSL", "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", "admin", "--sasl-password-file", pwFile)
+	if err != nil {
+		t.Fatalf("a SASL_SSL run on the process runtime: %v\n%s", err, out)
+	}
+	dir, _ := filepath.EvalSymlinks(filepath.Join(store, "queue", history.LatestLink))
+	run, err := history.ReadRun(filepath.Join(dir, history.HistoryFile), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oks := 0
+	for _, op := range run.Ops {
+		if op.Process >= 0 && op.Type == history.OK {
+			oks++
+		}
+	}
+	if oks == 0 {
+		t.Fatal("no operation succeeded over SASL_SSL")
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(password)) {
+				t.Errorf("%s holds the SASL password", p)
+			}
+		}
+		return err
+	})
+}
