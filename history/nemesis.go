@@ -116,6 +116,11 @@ const (
 	// the client retried: only a producer's idempotence (or a duplicate
 	// being allowed) keeps the log clean.
 	LinkFault
+	// StorageFault: the fault damages what a broker stored (a bit flipped
+	// in a batch at rest): the replica refuses the batch and, when it
+	// recovers, cuts its log there, losing the batch and what follows, as
+	// a power cut loses an unsynced tail.
+	StorageFault
 )
 
 // NemesisKinds lists every kind with its classes, in the order --help
@@ -148,6 +153,12 @@ var NemesisKinds = []struct {
 	// A crash at a point is a kill (a power cut on lazyfs), a pause or a
 	// held response a freeze, a cut a partition: node faults of their class.
 	{NemesisFaultPoints, TakesLeaderAway | PowerCut | DelaysRequests},
+	// A failed log directory halts the broker (a kill; on lazyfs a power
+	// cut); a flipped bit is cut from the replica with what follows it.
+	{NemesisDiskFault, TakesLeaderAway | PowerCut | StorageFault},
+	// A skew takes no leader away, delays no request and damages nothing
+	// stored: no class (checker/theory.go says what it may still do).
+	{NemesisClockSkew, 0},
 }
 
 // NemesisClasses are kind's classes; an unknown kind has none.

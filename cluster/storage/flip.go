@@ -1,11 +1,32 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
+
+// errInvalidAppend marks an Append refused before anything was written
+// (the caller's batches, not the disk, were at fault).
+var errInvalidAppend = errors.New("invalid append")
+
+// IsLogDirFailure reports whether err, returned by a Log, means the disk
+// under it failed: an I/O error (EIO), a full disk (ENOSPC), a read-only
+// file system, or a stored batch that does not match its CRC. Kafka turns
+// such an IOException into a KafkaStorageException and hands the log
+// directory to its LogDirFailureChannel (KIP-112); gregor counts a CRC
+// mismatch found on read the same way (DESIGN.md section 2, Disk faults).
+// Out-of-range reads, a closed log and a refused append are not failures
+// of the disk.
+func IsLogDirFailure(err error) bool {
+	if err == nil || errors.Is(err, ErrOffsetOutOfRange) || errors.Is(err, ErrClosed) || errors.Is(err, errInvalidAppend) {
+		return false
+	}
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, syscall.EIO) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EROFS)
+}
 
 // IsSegmentFile reports whether name is a partition log's segment file
 // (<base, 20 digits>.log): the files the disk-fault nemesis hits

@@ -20,6 +20,8 @@ import (
 
 	"gregor/cluster"
 	"gregor/cluster/faultnet"
+	"gregor/cluster/nodefault"
+	"gregor/cluster/storage"
 	"gregor/internal/fsys"
 )
 
@@ -49,10 +51,14 @@ type Options struct {
 // Cluster is a simulated cluster.
 type Cluster struct {
 	// Net is the network every node and client dials over.
-	Net     faultnet.Network
-	cfgs    []cluster.Config
-	layers  []*faultnet.Layer
-	hosts   []string
+	Net    faultnet.Network
+	cfgs   []cluster.Config
+	layers []*faultnet.Layer
+	faults []*nodefault.State
+	hosts  []string
+	// mu guards brokers: the harness's kills and restarts and a node's own
+	// halt (a log-dir failure) come from different goroutines.
+	mu      chanLock
 	brokers []*cluster.Broker // nil while down
 }
 
@@ -91,8 +97,12 @@ func Start(opts Options) (*Cluster, error) {
 		// A node's layer outlives its restarts, as the process runtime's
 		// control file does: faults in force apply to a restarted node.
 		layer := faultnet.NewOn(opts.Hosts(p.ID), c.Net)
+		// So do its disk and clock (cluster/nodefault).
+		nf := nodefault.New(opts.FS, storage.IsSegmentFile)
+		id := p.ID
 		cfg := cluster.Config{NodeID: p.ID, Listen: p.KafkaAddr, DataDir: opts.DataDir(p.ID), Peers: peers,
-			Logger: opts.Logger, Net: layer, FS: opts.FS}
+			Logger: opts.Logger, Net: layer, FS: opts.FS, NodeFaults: nf,
+			Halt: func() { go c.halt(id) }}
 		if mem {
 			// The node's "disk" for snapshots: kept across its restarts.
 			cfg.RaftSnapshots = raft.NewInmemSnapshotStore()
@@ -102,6 +112,7 @@ func Start(opts Options) (*Cluster, error) {
 		}
 		c.cfgs = append(c.cfgs, cfg)
 		c.layers = append(c.layers, layer)
+		c.faults = append(c.faults, nf)
 		c.hosts = append(c.hosts, opts.Hosts(p.ID))
 		c.brokers = append(c.brokers, nil)
 	}
@@ -115,10 +126,16 @@ func Start(opts Options) (*Cluster, error) {
 }
 
 // Broker is node id's running broker, or nil while it is down.
-func (c *Cluster) Broker(id int32) *cluster.Broker { return c.brokers[id-1] }
+func (c *Cluster) Broker(id int32) *cluster.Broker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.brokers[id-1]
+}
 
 // Restart starts node id (down after a kill).
 func (c *Cluster) Restart(id int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.brokers[id-1] != nil {
 		return fmt.Errorf("node %d is up", id)
 	}
@@ -134,6 +151,8 @@ func (c *Cluster) Restart(id int32) error {
 // controlled shutdown, and with lazyfs storage what was not yet durable is
 // lost (a power cut).
 func (c *Cluster) Kill(id int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	b := c.brokers[id-1]
 	if b == nil {
 		return nil
@@ -149,6 +168,14 @@ func (c *Cluster) Kill(id int32) error {
 	}
 	return b.Crash()
 }
+
+// halt ends node id as its log-directory failure does (Kafka's
+// Exit.halt): a kill, on a goroutine of its own, since the broker's own
+// goroutine asks for it.
+func (c *Cluster) halt(id int32) { _ = c.Kill(id) }
+
+// NodeFaults is node id's disk and clock, kept across its restarts.
+func (c *Cluster) NodeFaults(id int32) *nodefault.State { return c.faults[id-1] }
 
 // Isolate cuts node id off from every other node, both ways (the clients
 // still reach it: client-link faults are the harness's).
@@ -185,6 +212,8 @@ func (c *Cluster) DataDir(id int32) string { return c.cfgs[id-1].DataDir }
 
 // Stop is SIGTERM: a controlled shutdown (leadership moves away first).
 func (c *Cluster) Stop(id int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	b := c.brokers[id-1]
 	if b == nil {
 		return nil
