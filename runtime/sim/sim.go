@@ -149,8 +149,13 @@ func (c *Cluster) Restart(id int32) error {
 
 // Kill ends node id as SIGKILL would: its goroutines end without a
 // controlled shutdown, and with lazyfs storage what was not yet durable is
-// lost (a power cut).
-func (c *Cluster) Kill(id int32) error {
+// lost (a power cut). A SIGKILLed process writes nothing more: no clean-shutdown marker, no
+// HW checkpoint, so the node's next start recovers its logs (a bit flipped
+// at rest is found there); without lazyfs every write already reached the
+// disk (the page cache survives a process crash), so nothing else is lost.
+func (c *Cluster) Kill(id int32) error { return c.kill(id) }
+
+func (c *Cluster) kill(id int32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.brokers[id-1]
@@ -163,16 +168,14 @@ func (c *Cluster) Kill(id int32) error {
 		// the kernel closes a killed process's sockets.
 		m.CloseHost(c.hosts[id-1])
 	}
-	if c.cfgs[id-1].Storage.LazyFS {
-		return b.PowerCut()
-	}
-	return b.Crash()
+	return b.PowerCut()
 }
 
 // halt ends node id as its log-directory failure does (Kafka's
-// Exit.halt): a kill, on a goroutine of its own, since the broker's own
-// goroutine asks for it.
-func (c *Cluster) halt(id int32) { _ = c.Kill(id) }
+// Exit.halt): nothing more is written, no clean-shutdown marker either, so
+// its next start recovers the directory; on a goroutine of its own, since
+// the broker's own goroutine asks for it.
+func (c *Cluster) halt(id int32) { _ = c.kill(id) }
 
 // NodeFaults is node id's disk and clock, kept across its restarts.
 func (c *Cluster) NodeFaults(id int32) *nodefault.State { return c.faults[id-1] }
