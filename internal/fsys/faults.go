@@ -114,6 +114,9 @@ func (f *Faulty) Set(faults []Fault) error {
 	return nil
 }
 
+// Armed reports whether any fault is armed.
+func (f *Faulty) Armed() bool { return f.armed.Load() }
+
 // Injected counts the errors returned so far.
 func (f *Faulty) Injected() int64 { return f.injected.Load() }
 
