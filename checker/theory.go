@@ -55,7 +55,7 @@ import (
 //	                                member's copy); never acks=all with min ISR >= 2
 //	inconsistent-offsets, poll-skip disk-fault, any acks and min ISR: an ISR shrunk to its leader alone
 //	nonmonotonic-poll, duplicate    moves the HW by its log, and its cut removes what consumers read
-//	(clock-skew: no class)          nothing: Kafka's replication safety reads no wall clock (HW, ISR
+//	(clock-skew, ClockFault)        nothing: Kafka's replication safety reads no wall clock (HW, ISR
 //	                                membership, leader epochs; the controller's broker sessions and
 //	                                the group coordinator's session expiry run on the monotonic clock,
 //	                                BrokerHeartbeatManager, the timer wheel). A skew may shrink the

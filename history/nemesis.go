@@ -85,7 +85,7 @@ const (
 
 // FaultClass is what a nemesis kind can do, in the terms of the checker's
 // theory of expected verdicts (checker/theory.go).
-type FaultClass uint8
+type FaultClass uint16
 
 const (
 	// TakesLeaderAway: the fault can take a partition's leader away (kill,
@@ -121,6 +121,12 @@ const (
 	// recovers, cuts its log there, losing the batch and what follows, as
 	// a power cut loses an unsynced tail.
 	StorageFault
+	// ClockFault: the fault moves a node's wall clock (clock-skew). It
+	// takes no leader away, delays no request and damages nothing stored:
+	// the theory allows nothing for it (checker/theory.go says what it may
+	// still do: shrink the ISR, abort transactions early, shift
+	// LogAppendTime).
+	ClockFault
 )
 
 // NemesisKinds lists every kind with its classes, in the order --help
@@ -156,9 +162,7 @@ var NemesisKinds = []struct {
 	// A failed log directory halts the broker (a kill; on lazyfs a power
 	// cut); a flipped bit is cut from the replica with what follows it.
 	{NemesisDiskFault, TakesLeaderAway | PowerCut | StorageFault},
-	// A skew takes no leader away, delays no request and damages nothing
-	// stored: no class (checker/theory.go says what it may still do).
-	{NemesisClockSkew, 0},
+	{NemesisClockSkew, ClockFault},
 }
 
 // NemesisClasses are kind's classes; an unknown kind has none.

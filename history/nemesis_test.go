@@ -40,7 +40,7 @@ func TestNemesisVocabulary(t *testing.T) {
 		NemesisRestartStorm:       TakesLeaderAway | PowerCut,
 		NemesisFaultPoints:        TakesLeaderAway | PowerCut | DelaysRequests,
 		NemesisDiskFault:          TakesLeaderAway | PowerCut | StorageFault,
-		NemesisClockSkew:          0,
+		NemesisClockSkew:          ClockFault,
 	} {
 		if got := NemesisClasses(kind); got != want {
 			t.Errorf("%s: classes %b, want %b", kind, got, want)
