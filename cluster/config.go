@@ -15,6 +15,7 @@ import (
 	"gregor/cluster/faultnet"
 	"gregor/cluster/group"
 	"gregor/cluster/meta"
+	"gregor/cluster/nodefault"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
@@ -98,6 +99,16 @@ type Config struct {
 	// (the simulation keeps them in memory across the node's restarts).
 	FS            fsys.FS
 	RaftSnapshots raft.SnapshotStore
+
+	// NodeFaults, when set, is the node's disk and clock (cluster/nodefault),
+	// armed by its owner (the simulation); <data>/nodefaults.json is not
+	// read. Nil: a healthy disk over FS and the host's clock, armed through
+	// that file (the process runtime's).
+	NodeFaults *nodefault.State
+	// Halt ends the broker at once when its log directory fails (Kafka's
+	// LogManager with every log dir offline: Exit.halt(1)). Nil: the
+	// process exits with LogDirFailureExitCode.
+	Halt func()
 
 	// MetricsListen serves GET /metrics (Prometheus text) when set.
 	MetricsListen string

@@ -158,6 +158,9 @@ func (t *Test) admit(ctx context.Context) error {
 	if err := t.admitFaultPoints(); err != nil {
 		return badInput(err)
 	}
+	if err := t.admitNodeFaults(); err != nil {
+		return badInput(err)
+	}
 	if isAttached {
 		if err := attached.CheckFaults(t.Nemeses); err != nil {
 			return badInput(err)

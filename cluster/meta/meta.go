@@ -198,6 +198,7 @@ const (
 	ConfigMinISR        = "min.insync.replicas"
 	ConfigUnclean       = "unclean.leader.election.enable"
 	ConfigRetentionMs   = "retention.ms"
+	ConfigTimestampType = "message.timestamp.type"
 	ConfigRetentionSize = "retention.bytes"
 	ConfigSegmentBytes  = "segment.bytes"
 )

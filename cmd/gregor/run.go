@@ -153,6 +153,12 @@ delay-client (requests held past the delivery timeout, delivered late after
 the client retried on a new connection). restart-storm kills and restarts
 the target many times in one fault, each back within the session timeout
 and with a full ISR between rounds (on --lazyfs each kill is a power cut).
+disk-fault arms one disk fault on the target, drawn from the seed: EIO on
+the next write, fsync or read of its partition logs, a full disk (ENOSPC),
+or a bit flipped in a stored batch; the broker takes its log directory
+offline and halts, and is restarted at the fault's end. clock-skew skews
+the target's wall clock by a drawn D (1s to 1h, either way) for the hold.
+Both run on --runtime sim and process only (faults inside gregor's broker).
 --compose lets faults of different kinds overlap (a kill during a
 partition): each kind draws its own timeline, partition and slow share one.
 

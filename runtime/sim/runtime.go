@@ -14,6 +14,7 @@ import (
 
 	"gregor/cluster"
 	"gregor/cluster/faultnet"
+	"gregor/cluster/nodefault"
 	"gregor/internal/dialer"
 	"gregor/runtime"
 )
@@ -68,6 +69,7 @@ func (r Runtime) Start(ctx context.Context, spec runtime.ClusterSpec) (runtime.C
 		cfg := cfgs[base.NodeID]
 		// The sim's own: the network, the disk, the snapshots, the log.
 		cfg.Net, cfg.FS, cfg.DataDir, cfg.RaftSnapshots = base.Net, base.FS, base.DataDir, base.RaftSnapshots
+		cfg.NodeFaults, cfg.Halt = base.NodeFaults, base.Halt
 		cfg.Logger = slog.New(slog.NewTextHandler(logs[base.NodeID], &slog.HandlerOptions{Level: r.LogLevel}))
 		cfg.MetricsListen = "" // a real socket: not in the bubble
 		*base = cfg
@@ -320,4 +322,50 @@ func (s *simCluster) Close(context.Context) error {
 	s.c.Close()
 	dialer.Set(nil)
 	return nil
+}
+
+// NodeFaults says the sim arms disk and clock faults
+// (runtime.CheckNodeFaults).
+func (Runtime) NodeFaults() bool { return true }
+
+// ArmNodeFaults implements runtime.NodeFaulter: node id's state directly;
+// a flip is made by the running broker at once (a node that is down
+// records it failed).
+func (s *simCluster) ArmNodeFaults(_ context.Context, id int32, nc nodefault.Control) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.node(id); err != nil {
+		return err
+	}
+	nf := s.c.NodeFaults(id)
+	if err := nf.Apply(nc); err != nil {
+		return err
+	}
+	if nc.Flip == nil || flipDone(nf.Events(), nc.Flip.ID) {
+		return nil
+	}
+	if b := s.c.Broker(id); b != nil {
+		b.FlipBit(*nc.Flip)
+	} else {
+		nf.Record(nodefault.Event{Time: time.Now().UnixNano(), Kind: nodefault.EventFlipFailed, ID: nc.Flip.ID,
+			Node: id, Partition: -1, Error: "node down"})
+	}
+	return nil
+}
+
+func flipDone(es []nodefault.Event, id string) bool {
+	for _, e := range es {
+		if e.ID == id && (e.Kind == nodefault.EventFlip || e.Kind == nodefault.EventFlipFailed) {
+			return true
+		}
+	}
+	return false
+}
+
+// NodeFaultEvents implements runtime.NodeFaulter.
+func (s *simCluster) NodeFaultEvents(_ context.Context, id int32) ([]nodefault.Event, error) {
+	if id < 1 || int(id) > len(s.infos) {
+		return nil, fmt.Errorf("no node %d", id)
+	}
+	return s.c.NodeFaults(id).Events(), nil
 }
