@@ -17,6 +17,7 @@ import (
 
 	"gregor/cluster/faultnet"
 	"gregor/cluster/meta"
+	"gregor/cluster/nodefault"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
@@ -67,6 +68,11 @@ type Broker struct {
 	cutPower    bool // set by powerCut before shutdown: partitions crash
 	metricsAddr string
 
+	// nodeFaultsFile: the node's disk and clock faults come from its
+	// control file, and its events go to the file beside it.
+	nodeFaultsFile bool
+	dirFailed      sync.Once
+
 	stop      chan struct{}
 	stopWatch context.CancelFunc
 	wg        sync.WaitGroup
@@ -80,13 +86,19 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	cfg.FS = fsys.Or(cfg.FS)
+	watchNodeFaults := cfg.NodeFaults == nil
+	if watchNodeFaults {
+		cfg.NodeFaults = nodefault.New(cfg.FS, storage.IsSegmentFile)
+	}
+	cfg.FS = cfg.NodeFaults.Disk
 	cfg.Storage.FS = cfg.FS
 	if err := cfg.FS.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), partitions: map[tp]*replica.Partition{},
 		fetchers: map[tp]*fetcher{}, stop: make(chan struct{})}
-	b.rcfg = replica.Config{NodeID: cfg.NodeID, ReplicaLagMax: cfg.ReplicaLagMax, Bugs: cfg.Bugs, Logger: b.log, Stats: &b.stats}
+	b.rcfg = replica.Config{NodeID: cfg.NodeID, ReplicaLagMax: cfg.ReplicaLagMax, Bugs: cfg.Bugs, Logger: b.log, Stats: &b.stats,
+		Now: cfg.NodeFaults.Clock.Now, LogDirFailure: b.logDirFailed}
 	if len(cfg.Peers) > 0 {
 		b.rcfg.IsrEligible = func(id int32) bool {
 			m := b.isrEligible.Load()
@@ -122,6 +134,9 @@ func Start(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("advertised address %q: %w (give host:port)", cfg.Advertise, err)
 	}
+	if err := b.cfg.Security.prepare(host, cfg.DataDir); err != nil {
+		return nil, err
+	}
 	b.net = cfg.Net
 	if b.net == nil {
 		b.net = faultnet.New(host)
@@ -152,7 +167,13 @@ func Start(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
-	b.server = wire.NewServer(b, wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log, ConsumerProtocol: cfg.Groups.ConsumerProtocol})
+	wopts := wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log, ConsumerProtocol: cfg.Groups.ConsumerProtocol}
+	if err := b.wireOptions(&wopts); err != nil {
+		ln.Close()
+		b.closePartitions()
+		return nil, err
+	}
+	b.server = wire.NewServer(b, wopts)
 	b.groups = b.startGroups()
 	b.txns = b.startTxns()
 	watchCtx, stopWatch := context.WithCancel(context.Background())
@@ -167,6 +188,11 @@ func Start(cfg Config) (*Broker, error) {
 		}()
 		b.wg.Add(1)
 		go func() { defer b.wg.Done(); b.watchFaultPoints(watchCtx) }()
+	}
+	if watchNodeFaults {
+		b.nodeFaultsFile = true
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.watchNodeFaults(watchCtx) }()
 	}
 	b.wg.Add(2)
 	go func() {
@@ -310,7 +336,7 @@ func (b *Broker) housekeeping() {
 			}
 		case <-ret.C:
 			for _, p := range b.snapshotPartitions() {
-				if _, err := p.Log().EnforceRetention(time.Now()); err != nil {
+				if _, err := p.Log().EnforceRetention(b.Now()); err != nil {
 					b.log.Warn("retention", "topic", p.Topic, "partition", p.Index, "err", err)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 	"gregor/cluster/faultnet"
 	"gregor/cluster/group"
 	"gregor/cluster/meta"
+	"gregor/cluster/nodefault"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
@@ -99,8 +100,22 @@ type Config struct {
 	FS            fsys.FS
 	RaftSnapshots raft.SnapshotStore
 
+	// NodeFaults, when set, is the node's disk and clock (cluster/nodefault),
+	// armed by its owner (the simulation); <data>/nodefaults.json is not
+	// read. Nil: a healthy disk over FS and the host's clock, armed through
+	// that file (the process runtime's).
+	NodeFaults *nodefault.State
+	// Halt ends the broker at once when its log directory fails (Kafka's
+	// LogManager with every log dir offline: Exit.halt(1)). Nil: the
+	// process exits with LogDirFailureExitCode.
+	Halt func()
+
 	// MetricsListen serves GET /metrics (Prometheus text) when set.
 	MetricsListen string
+
+	// Security is the listener's protocol and the broker's own
+	// credentials (security.go). Zero: PLAINTEXT.
+	Security Security
 
 	MaxRequestBytes int
 	Logger          *slog.Logger
@@ -151,6 +166,7 @@ func (c *Config) Defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Security.defaults()
 }
 
 // DefaultTransactionVersion is a new Kafka 4 cluster's transaction.version.
@@ -177,6 +193,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("no data directory: give --data DIR")
 	}
 	if err := CheckTransactionVersion(c.TransactionVersion); err != nil {
+		return err
+	}
+	if err := c.Security.validate(); err != nil {
 		return err
 	}
 	if c.HeartbeatInterval >= c.SessionTimeout {

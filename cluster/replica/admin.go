@@ -27,7 +27,7 @@ func (p *Partition) DeleteRecordsBefore(offset int64) (int64, *kerr.Error) {
 	}
 	start, err := p.log.AdvanceStartOffset(offset)
 	if err != nil {
-		return -1, storageErr(err)
+		return -1, p.storageErr(err)
 	}
 	p.wake()
 	return start, nil

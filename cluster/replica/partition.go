@@ -72,6 +72,11 @@ type Config struct {
 	// Stats counts ISR changes seen by leaders (IsrShrinksPerSec,
 	// IsrExpandsPerSec). May be nil.
 	Stats *Stats
+	// LogDirFailure is told of an error of the log that means its disk
+	// failed (storage.IsLogDirFailure): Kafka's
+	// LogDirFailureChannel.maybeAddOfflineLogDir. Called without the
+	// partition lock's release, so it must not block. May be nil.
+	LogDirFailure func(err error)
 }
 
 // Stats are broker-wide replication counters.
@@ -418,6 +423,9 @@ type AppendResult struct {
 	Epoch int32
 	// LogStart is the log start offset, which Produce responses carry.
 	LogStart int64
+	// LogAppendTime is the time the leader stamped the batches with
+	// (AppendOptions.LogAppendTime), in Unix milliseconds; -1 for none.
+	LogAppendTime int64
 }
 
 // AppendOptions qualify a leader append.
@@ -433,6 +441,9 @@ type AppendOptions struct {
 	// transaction the coordinator confirmed includes this partition
 	// (BeginVerification); 0 for none.
 	Guard uint64
+	// LogAppendTime stamps the batches with the leader's wall clock
+	// (message.timestamp.type=LogAppendTime).
+	LogAppendTime bool
 }
 
 // AppendAsLeader validates the batches a producer sent, assigns offsets and
@@ -471,7 +482,7 @@ func (p *Partition) AppendAsLeader(records []byte, opts AppendOptions) (AppendRe
 			return AppendResult{}, kerr.InvalidRecord
 		}
 	}
-	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset()}
+	res := AppendResult{Epoch: p.state.LeaderEpoch, LogStart: p.log.StartOffset(), LogAppendTime: -1}
 	// Idempotence: Kafka producers send one batch per partition per request,
 	// so a request is either wholly a duplicate or wholly new.
 	if len(items) == 1 {
@@ -501,6 +512,13 @@ func (p *Partition) AppendAsLeader(records []byte, opts AppendOptions) (AppendRe
 		items[i].h.BaseOffset = next
 		next += int64(it.h.LastOffsetDelta) + 1
 	}
+	if opts.LogAppendTime {
+		res.LogAppendTime = p.now().UnixMilli()
+		for i, it := range items {
+			storage.SetLogAppendTime(it.batch, res.LogAppendTime)
+			items[i].h.MaxTimestamp = res.LogAppendTime
+		}
+	}
 	total := 0
 	for _, it := range items {
 		total += len(it.batch)
@@ -508,7 +526,7 @@ func (p *Partition) AppendAsLeader(records []byte, opts AppendOptions) (AppendRe
 	buf := records[:total] // ForEachBatch split records from its start
 	if err := p.log.Append(buf); err != nil {
 		p.logger().Error("append failed", "err", err)
-		return AppendResult{}, kerr.KafkaStorageError
+		return AppendResult{}, p.storageErr(err)
 	}
 	for _, it := range items {
 		p.recordBatch(it.h, nil)
@@ -577,7 +595,7 @@ func (p *Partition) AppendMarker(pid int64, epoch int16, m storage.Marker, txnVe
 	storage.SetPartitionLeaderEpoch(b, p.state.LeaderEpoch)
 	if err := p.log.Append(b); err != nil {
 		p.logger().Error("marker append failed", "err", err)
-		return AppendResult{}, kerr.KafkaStorageError
+		return AppendResult{}, p.storageErr(err)
 	}
 	t := p.producers.RecordMarker(pid, epoch, m, off)
 	p.logger().Debug("transaction marker written", "producer", pid, "epoch", epoch, "marker", m.String(), "offset", off,
@@ -691,7 +709,7 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int, currentLeaderEpo
 	}
 	recs, err := p.log.Read(offset, maxBytes, upTo)
 	if err != nil {
-		res.Err = storageErr(err)
+		res.Err = p.storageErr(err)
 		return res
 	}
 	res.Records = recs
@@ -719,11 +737,24 @@ func checkEpoch(requested, current int32) *kerr.Error {
 	return nil
 }
 
-func storageErr(err error) *kerr.Error {
+// storageErr is the answer to a failed log call; an error that means the
+// disk failed is reported to the log-dir failure handler first (Kafka:
+// KAFKA_STORAGE_ERROR, and the directory goes offline).
+func (p *Partition) storageErr(err error) *kerr.Error {
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
 		return kerr.OffsetOutOfRange
 	}
+	p.failDir(err)
 	return kerr.KafkaStorageError
+}
+
+// failDir reports err to the log-dir failure handler when it means the
+// disk failed.
+func (p *Partition) failDir(err error) {
+	if p.cfg.LogDirFailure != nil && storage.IsLogDirFailure(err) {
+		p.logger().Error("log directory failure", "err", err)
+		p.cfg.LogDirFailure(err)
+	}
 }
 
 func sorted(s []int32) []int32 {

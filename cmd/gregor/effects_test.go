@@ -39,6 +39,8 @@ var effectTests = map[string]string{
 	history.NemesisDelayClient:        "harness.TestLinkFaultEffects/delay-client",
 	history.NemesisRestartStorm:       "harness.TestRestartStormEffect",
 	history.NemesisFaultPoints:        "harness.TestFaultPointCrashAfterISRExpansion",
+	history.NemesisDiskFault:          "runtime/sim.TestSimDiskFaultEffects",
+	history.NemesisClockSkew:          "runtime/sim.TestSimClockSkewShiftsLogAppendTime",
 }
 
 // TestEveryNemesisKindHasAnEffectTest: every kind history.NemesisKinds
