@@ -1,6 +1,7 @@
 package group
 
 import (
+	"encoding/json"
 	"maps"
 	"regexp"
 	"slices"
@@ -68,6 +69,13 @@ type cmember struct {
 	// keeps its assignment for the next member with its instance id, which
 	// takes it over, or until its session expires.
 	left bool
+	// committedEpoch is the member epoch of its last committed
+	// ConsumerGroupCurrentMemberAssignment record (hasCommitted: there is
+	// one): what Kafka's OffsetFetch validates against, reading the group
+	// as of the last committed offset, while epoch may have moved in a
+	// heartbeat whose records are still being written.
+	committedEpoch int32
+	hasCommitted   bool
 
 	sessionTimer, rebalanceTimer coordinator.Timer
 	timerSeq                     uint64
@@ -272,7 +280,14 @@ func (cg *consumerGroup) validateCommit(memberID string, epoch int32, oldVersion
 
 // validateFetch is ConsumerGroup.validateOffsetFetch (OffsetFetch v9+):
 // no member id and a negative epoch is an admin's fetch; otherwise the
-// member must be known, at its epoch.
+// member must be known, at its epoch. Kafka reads the member as of the
+// last committed offset (members.get(memberId, lastCommittedOffset)), so
+// a fetch sent at epoch E while a heartbeat moving the member to E+1 is
+// still being written is answered, not STALE_MEMBER_EPOCH: the client
+// cannot know E+1 before that heartbeat's answer, which waits for the
+// commit. The committed epoch is accepted, and the current one too: gregor
+// does not revert a write that failed (Kafka's CoordinatorRuntime does),
+// so after one the current epoch can be what a later heartbeat answered.
 func (cg *consumerGroup) validateFetch(memberID *string, epoch int32) *kerr.Error {
 	if memberID == nil && epoch < 0 {
 		return nil
@@ -285,8 +300,26 @@ func (cg *consumerGroup) validateFetch(memberID *string, epoch int32) *kerr.Erro
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID
-	case epoch != m.epoch:
+	case epoch != m.epoch && (!m.hasCommitted || epoch != m.committedEpoch):
 		return kerr.StaleMemberEpoch
 	}
 	return nil
+}
+
+// noteCommitted records the member epochs of committed
+// ConsumerGroupCurrentMemberAssignment records (validateFetch's view of
+// the committed state). Caller holds the shard's mu.
+func (s *shard) noteCommitted(recs []coordinator.Record) {
+	for _, r := range recs {
+		var k recordKey
+		var v ccurrentValue
+		if r.Value == nil || json.Unmarshal(r.Key, &k) != nil || k.Kind != kindCGCurrent || json.Unmarshal(r.Value, &v) != nil {
+			continue
+		}
+		if g := s.groups[k.Group]; g != nil && g.cg != nil {
+			if m := g.cg.members[k.Member]; m != nil {
+				m.committedEpoch, m.hasCommitted = v.Epoch, true
+			}
+		}
+	}
 }

@@ -76,6 +76,7 @@ func (rg replayed) applyConsumer(k recordKey, r coordinator.Record) {
 		if r.Value != nil && json.Unmarshal(r.Value, &v) == nil {
 			m := member()
 			m.epoch, m.prevEpoch, m.state = v.Epoch, v.PrevEpoch, v.State
+			m.committedEpoch, m.hasCommitted = v.Epoch, true // replayed: committed
 			m.assigned, m.pendingRevocation = v.Assigned.norm(), v.Pending.norm()
 			m.left = v.Epoch == staticLeaveEpoch
 			m.assignedAt = map[tp]int32{}

@@ -457,3 +457,44 @@ func TestServerAssignors(t *testing.T) {
 		}
 	}
 }
+
+// OffsetFetch validates the member epoch as Kafka reads it: at the last
+// committed offset (ConsumerGroup.validateOffsetFetch with
+// lastCommittedOffset). A heartbeat that moved a member's epoch but whose
+// write did not commit leaves the client at its old epoch (it got an
+// error, not the new epoch), and that client's OffsetFetch is answered,
+// not STALE_MEMBER_EPOCH, which would make franz-go abandon its assignment
+// and rejoin. Once the client learns the new epoch, that epoch fetches.
+func TestConsumerOffsetFetchAtCommittedEpoch(t *testing.T) {
+	h := newConsumerHarness(t, Bugs{})
+	a := h.cjoin("g", "a", "t")
+	a.take()
+	h.cjoin("g", "b", "t")
+	mustOK(t, "a heartbeat", h.chb(a, nil).ErrorCode) // asked to revoke two
+	a.revoke()
+	h.env.logs[0].FailAppends(kerr.RequestTimedOut)
+	if code := h.chb(a, nil).ErrorCode; code == 0 {
+		t.Fatal("a's revoking heartbeat succeeded although its write failed")
+	}
+	h.env.logs[0].FailAppends(nil)
+	fetch := func(epoch int32) int16 {
+		id := "a"
+		return h.c.fetchGroup("g", &id, epoch, []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}, false, false).ErrorCode
+	}
+	if a.epoch != 1 {
+		t.Fatalf("a's epoch %d after a failed heartbeat, want it kept at 1", a.epoch)
+	}
+	if code := fetch(a.epoch); code != 0 {
+		t.Fatalf("fetch at the committed epoch %d while the move to the next did not commit: %v, want it answered", a.epoch, kerr.ErrorForCode(code))
+	}
+	mustOK(t, "a's revoking heartbeat, again", h.chb(a, nil).ErrorCode)
+	if a.epoch != 2 {
+		t.Fatalf("a at epoch %d after revoking, want 2", a.epoch)
+	}
+	if code := fetch(a.epoch); code != 0 {
+		t.Fatalf("fetch at the epoch the heartbeat answered: %v", kerr.ErrorForCode(code))
+	}
+	if code := fetch(a.epoch + 1); code != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("fetch ahead of the member: %v, want STALE_MEMBER_EPOCH", kerr.ErrorForCode(code))
+	}
+}

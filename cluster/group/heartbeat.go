@@ -64,6 +64,9 @@ func (s *shard) withWriteLock(ctx context.Context, f func() (*kmsg.ConsumerGroup
 	if _, e := s.write(ctx, recs); e != nil {
 		return nil, e
 	}
+	s.mu.Lock()
+	s.noteCommitted(recs)
+	s.unlock()
 	return resp, nil
 }
 
