@@ -29,7 +29,7 @@ import (
 func (b *Broker) startTxns() *txn.Coordinator {
 	cfg := b.cfg.Txn
 	cfg.Version = b.cfg.TransactionVersion
-	cfg.Logger = b.log
+	cfg.Logger, cfg.Node = b.log, b.cfg.NodeID
 	b.markerConns = newPeerConns(b, "txn-markers")
 	b.verifyConns = newPeerConns(b, "txn-verify")
 	c := txn.New(cfg, txnEnv{b})

@@ -37,12 +37,34 @@ func (c *Config) validatePoints() error {
 }
 
 // admitFaultPoints refuses the fault-points nemesis on a runtime whose
-// brokers have no points or no control channel for them.
+// brokers have no points or no control channel for them, and an action the
+// runtime does not carry out; with no --fault-point-actions the steps draw
+// from the runtime's actions (the sim's: crash and cut).
 func (t *Test) admitFaultPoints() error {
 	if !slices.Contains(t.Nemeses, string(nemesis.FaultPoints)) || t.Runtime == nil {
 		return nil
 	}
-	return runtime.CheckFaultPoints(t.Runtime)
+	if err := runtime.CheckFaultPoints(t.Runtime); err != nil {
+		return err
+	}
+	can := runtime.PointActions(t.Runtime)
+	if can == nil {
+		return nil
+	}
+	if len(t.PointActions) == 0 {
+		for _, a := range nemesis.DefaultPointActions {
+			if slices.Contains(can, a) {
+				t.PointActions = append(t.PointActions, string(a))
+			}
+		}
+		return nil
+	}
+	for _, a := range t.PointActions {
+		if !slices.Contains(can, faultpoint.Action(a)) {
+			return fmt.Errorf("--fault-point-actions %s with --runtime %s: it carries out only %v (a pause or hold blocks the goroutine at the point, which may hold a lock the simulation cannot wait on in virtual time); use --runtime process", a, t.Runtime.Name(), can)
+		}
+	}
+	return nil
 }
 
 func pointNames(names []string) []faultpoint.Point {

@@ -32,7 +32,7 @@ type Coordinator struct {
 func New(cfg Config, env Env) *Coordinator {
 	cfg.Defaults()
 	c := &Coordinator{cfg: cfg}
-	c.rt = coordinator.New(coordinator.Config{Name: "group coordinator", Topic: "__consumer_offsets", PollEvery: cfg.PollEvery, Logger: cfg.Logger}, env, c.newShard)
+	c.rt = coordinator.New(coordinator.Config{Name: "group coordinator", Topic: "__consumer_offsets", PollEvery: cfg.PollEvery, Logger: cfg.Logger, Node: cfg.Node}, env, c.newShard)
 	return c
 }
 
