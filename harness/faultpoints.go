@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"gregor/cluster/faultpoint"
+	"gregor/history"
 	"gregor/nemesis"
 	"gregor/runtime"
+	"gregor/workloads/all"
 )
 
 // validatePoints checks --fault-points and --fault-point-actions.
@@ -65,6 +67,31 @@ func (t *Test) admitFaultPoints() error {
 		}
 	}
 	return nil
+}
+
+// drawnPoints are the points a fault-points step draws from: --fault-points,
+// or else the points the run's workload reaches (issue 29: a point never
+// reached arms a step that fires nothing). Every workload writes records
+// (replication) and restarts brokers (controller); one with a consumer
+// group reaches the group coordinator, one with transactions the
+// transaction coordinator; segment-rolled only by --fault-points (a short
+// run's log stays in its first segment). The draw knows the workload, never
+// the bug.
+func (c *Config) drawnPoints() []faultpoint.Point {
+	if len(c.FaultPoints) > 0 {
+		return pointNames(c.FaultPoints)
+	}
+	in := []faultpoint.Scope{faultpoint.Replication, faultpoint.Controller}
+	d, ok := all.Workloads.Lookup(c.Workload)
+	groups := ok && d.Offers(history.NemesisConsumerRestart)
+	txns := ok && d.Offers(history.NemesisKillTxnCoordinator)
+	if groups || txns {
+		in = append(in, faultpoint.Coordinators, faultpoint.Groups)
+	}
+	if txns {
+		in = append(in, faultpoint.Transactions)
+	}
+	return faultpoint.PointsIn(in...)
 }
 
 func pointNames(names []string) []faultpoint.Point {

@@ -117,6 +117,49 @@ var Points = []Point{ISRExpandApplied, ISRShrinkApplied, ISRExpandRequested, HWA
 	FollowerTruncated, BrokerRegistered, CoordinatorLoadStart, CoordinatorLoadDone, OffsetCommitApplied,
 	GenerationBumped, PrepareCommitDurable, MarkersWritten, BrokerFenced, TxnOffsetsApplied, SegmentRolled}
 
+// Scope is the part of the cluster a point is in: which workloads reach it.
+type Scope string
+
+const (
+	// Replication: every run that writes records reaches these.
+	Replication Scope = "replication"
+	// Controller: broker registrations and fences, reached by any restart
+	// or expired session.
+	Controller Scope = "controller"
+	// Storage: log segments; reached only once a partition's log passes
+	// segment.bytes (64 MiB by default, more than a short run writes).
+	Storage Scope = "storage"
+	// Coordinators: the load of a group or transaction coordinator shard.
+	Coordinators Scope = "coordinators"
+	// Groups: a consumer group's commits and rebalances.
+	Groups Scope = "groups"
+	// Transactions: a transaction's completion and its offsets.
+	Transactions Scope = "transactions"
+)
+
+var scopes = map[Point]Scope{
+	ISRExpandApplied: Replication, ISRShrinkApplied: Replication, ISRExpandRequested: Replication, HWAdvanced: Replication,
+	LeaderElected: Replication, LeaderEpochBumped: Replication, FollowerTruncated: Replication,
+	BrokerRegistered: Controller, BrokerFenced: Controller, SegmentRolled: Storage,
+	CoordinatorLoadStart: Coordinators, CoordinatorLoadDone: Coordinators,
+	OffsetCommitApplied: Groups, GenerationBumped: Groups,
+	PrepareCommitDurable: Transactions, MarkersWritten: Transactions, TxnOffsetsApplied: Transactions,
+}
+
+// ScopeOf is p's scope.
+func ScopeOf(p Point) Scope { return scopes[p] }
+
+// PointsIn lists the points of the given scopes, in Points' order.
+func PointsIn(in ...Scope) []Point {
+	var out []Point
+	for _, p := range Points {
+		if slices.Contains(in, scopes[p]) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Action is what the broker does when an armed point fires.
 type Action string
 
