@@ -27,13 +27,14 @@ func TestDefaultMatrixCoversTheIssue(t *testing.T) {
 	for _, want := range []string{"--acks 0", "--acks 1", "--acks all", "--min-isr 1", "--min-isr 2", "--unclean=true", "--unclean=false",
 		"--nemesis kill --seed 1 --nemesis-target leader", "--nemesis partition", "--partition-shapes isolate-leader", "--nemesis pause", "--nemesis power-loss --seed 1 --nemesis-target all", "--lazyfs=true", "--fsync always", "--fsync never",
 		"--nemesis strand-leader", "--nemesis kip101", "--link-delay 50ms", "--runtime process", "--dedicated-controllers",
-		"--nemesis client-reset,lose-responses,delay-client --seed 1 --nemesis-target leader"} {
+		"--nemesis client-reset,lose-responses,delay-client --seed 1 --nemesis-target leader",
+		"--nemesis kill,fault-points --seed 1 --nemesis-target leader", "--compose --fault-point-target all"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("default matrix lacks %q", want)
 		}
 	}
-	if len(cells) != 120 {
-		t.Fatalf("%d cells, want 5 configurations x 8 nemeses x 3 seeds", len(cells))
+	if len(cells) != 135 {
+		t.Fatalf("%d cells, want 5 configurations x 9 nemeses x 3 seeds", len(cells))
 	}
 	if !slices.Equal(s.Seeds, Seeds{1, 2, 3}) {
 		t.Fatalf("seeds %v, want 3 per cell (seeds: 3)", s.Seeds)
