@@ -28,6 +28,9 @@ func CheckFaultPoints(r Runtime) error {
 	if IsForeign(r) {
 		return fmt.Errorf("--nemesis fault-points with --runtime %s: a cluster gregor did not build has no fault points; use --runtime process or sim", r.Name())
 	}
+	if why, ok := r.(interface{ FaultPointsRefusal() string }); ok {
+		return fmt.Errorf("--nemesis fault-points with --runtime %s: %s; use --runtime process or sim", r.Name(), why.FaultPointsRefusal())
+	}
 	if fp, ok := r.(interface{ FaultPoints() bool }); !ok || !fp.FaultPoints() {
 		return fmt.Errorf("--nemesis fault-points with --runtime %s: this runtime has no control channel for the brokers' fault points yet; use --runtime process or sim", r.Name())
 	}

@@ -21,6 +21,7 @@ import (
 
 	"gregor/checker"
 	"gregor/cluster"
+	"gregor/cluster/faultpoint"
 	"gregor/harness"
 	"gregor/history"
 	"gregor/matrix"
@@ -126,6 +127,11 @@ func simArgs(fl *pflag.FlagSet, seed int64) []string {
 func refuseSim(cfg *harness.Config) error {
 	if slices.Contains(cfg.Nemeses, "pause") {
 		return errors.New(sim.PauseRefusal)
+	}
+	for _, a := range cfg.PointActions {
+		if !slices.Contains(sim.Runtime{}.PointActions(), faultpoint.Action(a)) {
+			return fmt.Errorf("--fault-point-actions %s: %s", a, sim.PointActionRefusal)
+		}
 	}
 	return nil
 }
