@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gregor/cluster"
@@ -77,9 +78,21 @@ func (s *simCluster) FaultPointFirings(_ context.Context, id int32) ([]faultpoin
 // installPoints gives node id's new broker b its fault-point handlers and
 // the arms in force. Caller holds s.mu.
 func (s *simCluster) installPoints(id int32, b *cluster.Broker) {
+	// dying is set by this life's first crash firing: where a process
+	// exits at once, the sim's broker goes on until the kill reaches it,
+	// and a firing of a crashing broker is neither recorded nor acted on
+	// (the harness would wait for a second stop of a node it restarted).
+	var dying, crashed atomic.Bool
 	faultpoint.Install(id, faultpoint.Handlers{
-		Crash: func() { s.pointCrash(id, b) },
+		Crash: func() {
+			if crashed.CompareAndSwap(false, true) {
+				s.pointCrash(id, b)
+			}
+		},
 		Cut: func(d time.Duration) {
+			if dying.Load() {
+				return
+			}
 			select {
 			case <-b.Stopping(): // a delayed cut after its broker died
 			default:
@@ -87,6 +100,9 @@ func (s *simCluster) installPoints(id int32, b *cluster.Broker) {
 			}
 		},
 		Record: func(f faultpoint.Firing) error {
+			if dying.Load() || f.Action == faultpoint.Crash && !dying.CompareAndSwap(false, true) {
+				return errCrashing
+			}
 			s.pts.mu.Lock()
 			defer s.pts.mu.Unlock()
 			s.pts.firings[id] = append(s.pts.firings[id], f)
@@ -98,6 +114,8 @@ func (s *simCluster) installPoints(id int32, b *cluster.Broker) {
 	s.installed[id] = b
 	_ = faultpoint.Set(id, s.pts.arms[id], faultpoint.Counts(s.pts.firings[id])) // checked when armed
 }
+
+var errCrashing = errors.New("fault point fired on a crashing broker: not recorded")
 
 // uninstallPoints disarms node id, which is down. Caller holds s.mu.
 func (s *simCluster) uninstallPoints(id int32) {
