@@ -131,12 +131,14 @@ func refuseSim(cfg *harness.Config) error {
 }
 
 // simCells drops the cells the sim cannot run (a pause nemesis), saying
-// which: the rest of a matrix runs on it.
-func simCells(cells []matrix.Cell, log io.Writer) []matrix.Cell {
+// which: the rest of a matrix runs on it. A cell is on the sim when the
+// matrix's --runtime is (runtimeName) or its runtimes: put it there.
+func simCells(cells []matrix.Cell, runtimeName string, log io.Writer) []matrix.Cell {
 	var out []matrix.Cell
 	skipped := map[string]int{}
 	for _, c := range cells {
-		if slices.Contains(c.Nemesis.Kinds, "pause") {
+		onSim := runtimeName == "sim" || (runtimeName == "" && c.Runtime == "sim")
+		if onSim && slices.Contains(c.Nemesis.Kinds, "pause") {
 			skipped[c.Nemesis.Name]++
 			continue
 		}
