@@ -215,6 +215,15 @@ func (s *Spec) WithSeedCount(n int) {
 	s.Runtimes = plan
 }
 
+// SeedsPerCell is how many runs each cell has, over all its runtimes.
+func (s *Spec) SeedsPerCell() int {
+	n := 0
+	for _, rs := range s.plan() {
+		n += len(rs.Seeds)
+	}
+	return n
+}
+
 // plan is the seeds per runtime the cells run: the runtimes, or the seeds
 // on the runtime each cell's settings pick ("").
 func (s *Spec) plan() RuntimeSeeds {
@@ -437,9 +446,6 @@ func (s *Spec) cell(c Settings, n Nemesis, rt string, seed int64) (Cell, error) 
 	}
 	cell := Cell{Config: full, Nemesis: n, Seed: seed, Label: c.Label(), Runtime: rt} // a nemesis's own settings (lazyfs for power loss) stay in its column
 	cell.Args = append(full.args(), "--nemesis", strings.Join(n.Kinds, ","), "--seed", strconv.FormatInt(seed, 10))
-	if rt != "" {
-		cell.Args = append(cell.Args, "--runtime", rt)
-	}
 	if n.Target != "" {
 		cell.Args = append(cell.Args, "--nemesis-target", n.Target)
 	}
@@ -451,6 +457,9 @@ func (s *Spec) cell(c Settings, n Nemesis, rt string, seed int64) (Cell, error) 
 	}
 	if len(n.Shapes) > 0 {
 		cell.Args = append(cell.Args, "--partition-shapes", strings.Join(n.Shapes, ","))
+	}
+	if rt != "" {
+		cell.Args = append(cell.Args, "--runtime", rt)
 	}
 	if d, err := time.ParseDuration(full.TimeLimit); err == nil {
 		cell.Duration = d

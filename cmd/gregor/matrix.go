@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -151,6 +152,9 @@ func parseLanes(flags []string) (map[string]int, error) {
 		n, err := strconv.Atoi(v)
 		if !ok || name == "" || err != nil {
 			return nil, fmt.Errorf("--lane %q: give RUNTIME=N, e.g. sim=2", f)
+		}
+		if !slices.Contains(matrix.SeedRuntimes, name) {
+			return nil, fmt.Errorf("--lane %q: %s is not a runtime (give one of %s)", f, name, strings.Join(matrix.SeedRuntimes, ", "))
 		}
 		lanes[name] = n
 	}
