@@ -3,6 +3,7 @@ package matrix
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -107,5 +108,30 @@ func TestParseRuntimeSeeds(t *testing.T) {
 	s.WithSeedCount(2)
 	if cells, _ := s.Cells(); len(cells) != 4 {
 		t.Fatalf("%d cells after WithSeedCount(2) on two runtimes, want 4", len(cells))
+	}
+}
+
+// sim-agree.yaml measures the sim against the process runtime on some of
+// default.yaml's rows: its nemeses and defaults must stay default.yaml's,
+// or the agreement it shows is of another matrix.
+func TestSimAgreeIsDefaultsRows(t *testing.T) {
+	def, err := Load("default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agree, err := Load("sim-agree.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(def.Defaults, agree.Defaults) || !reflect.DeepEqual(def.Nemeses, agree.Nemeses) {
+		t.Fatal("sim-agree.yaml's defaults or nemeses differ from default.yaml's")
+	}
+	for _, c := range agree.Configs {
+		if !slices.ContainsFunc(def.Configs, func(d Settings) bool { return reflect.DeepEqual(c, d) }) {
+			t.Errorf("sim-agree.yaml's row %s is not one of default.yaml's", c.Label())
+		}
+	}
+	if sim, _ := agree.Runtimes.Runtime("sim"); len(sim) < 30 {
+		t.Errorf("sim-agree.yaml: %d sim seeds, want at least 30", len(sim))
 	}
 }
