@@ -2,8 +2,7 @@ package matrix
 
 import (
 	"os/exec"
-	"runtime"
-	"syscall"
+	"strconv"
 )
 
 // simNiceness is the CPU priority (nice) of the simulation's runs beside
@@ -22,26 +21,26 @@ func (r *Runner) niceness(c Cell) int {
 	return 0
 }
 
-// runAt runs cmd n nice levels below this process (0: at its priority). Linux keeps a nice
-// value per thread and a child inherits its forking thread's, so cmd is
-// started from a thread of its own, niced, which lives (locked to the
-// goroutine) until cmd ends: the parent-death signal (Pdeathsig) follows
-// the forking thread, so that thread must outlive the child. The thread is
-// discarded after (the goroutine ends locked), never reused at nice n.
+// runAt runs cmd n nice levels below this process (0: at its priority),
+// through nice(1), which execs the command in the same process: its pid,
+// and the parent-death signal (Pdeathsig) set for it, stay cmd's.
+//
+// Not by nicing a locked OS thread to fork from: Linux keeps a nice value
+// per thread, but Pdeathsig fires when the *thread* that forked a child
+// exits, and a goroutine that forked a process-runtime run may move to
+// another thread before waiting, leaving its thread to be locked, niced
+// and discarded by a sim run: that SIGTERMed a process-runtime run mid-way
+// (seen once in a matrix on both runtimes). Without nice(1) on PATH the
+// run goes at the matrix's own priority (best effort).
 func runAt(cmd *exec.Cmd, n int) error {
 	if n == 0 {
 		return cmd.Run()
 	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		// n above the matrix's own nice (the raw getpriority is 20 - nice);
-		// best effort: a refused nice leaves the run at the matrix's.
-		tid := syscall.Gettid()
-		if prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid); err == nil {
-			_ = syscall.Setpriority(syscall.PRIO_PROCESS, tid, min(19, 20-prio+n))
-		}
-		errc <- cmd.Run()
-	}()
-	return <-errc
+	nice, err := exec.LookPath("nice")
+	if err != nil {
+		return cmd.Run()
+	}
+	cmd.Args = append([]string{nice, "-n", strconv.Itoa(n), cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = nice
+	return cmd.Run()
 }
