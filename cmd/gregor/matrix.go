@@ -67,7 +67,6 @@ allowed anomalies are findings ("unsafe configuration demonstrated").`,
 					return &exitError{2, err}
 				}
 			}
-			cells = simCells(cells, runtimeName, cmd.ErrOrStderr())
 			if err := matrix.CheckParallel(parallel); err != nil {
 				return &exitError{2, err}
 			}
