@@ -62,7 +62,7 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	ix, err := buildIndex(calls)
+	ix, err := buildIndex(calls, opts.Workers)
 	if err != nil {
 		return Result{}, err
 	}

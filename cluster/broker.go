@@ -122,6 +122,9 @@ func Start(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("advertised address %q: %w (give host:port)", cfg.Advertise, err)
 	}
+	if err := b.cfg.Security.prepare(host, cfg.DataDir); err != nil {
+		return nil, err
+	}
 	b.net = cfg.Net
 	if b.net == nil {
 		b.net = faultnet.New(host)
@@ -152,7 +155,13 @@ func Start(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
-	b.server = wire.NewServer(b, wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log})
+	wopts := wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log}
+	if err := b.wireOptions(&wopts); err != nil {
+		ln.Close()
+		b.closePartitions()
+		return nil, err
+	}
+	b.server = wire.NewServer(b, wopts)
 	b.groups = b.startGroups()
 	b.txns = b.startTxns()
 	watchCtx, stopWatch := context.WithCancel(context.Background())

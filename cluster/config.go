@@ -102,6 +102,10 @@ type Config struct {
 	// MetricsListen serves GET /metrics (Prometheus text) when set.
 	MetricsListen string
 
+	// Security is the listener's protocol and the broker's own
+	// credentials (security.go). Zero: PLAINTEXT.
+	Security Security
+
 	MaxRequestBytes int
 	Logger          *slog.Logger
 }
@@ -151,6 +155,7 @@ func (c *Config) Defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Security.defaults()
 }
 
 // DefaultTransactionVersion is a new Kafka 4 cluster's transaction.version.
@@ -177,6 +182,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("no data directory: give --data DIR")
 	}
 	if err := CheckTransactionVersion(c.TransactionVersion); err != nil {
+		return err
+	}
+	if err := c.Security.validate(); err != nil {
 		return err
 	}
 	if c.HeartbeatInterval >= c.SessionTimeout {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"gregor/cluster/meta"
+	"gregor/cluster/sasl"
 )
 
 // BrokerInfo is one registered broker as the quorum knows it.
@@ -68,6 +69,9 @@ type Image struct {
 	// BrokerConfigs the dynamic configs of single brokers.
 	ClusterConfigs map[string]string           `json:",omitempty"`
 	BrokerConfigs  map[int32]map[string]string `json:",omitempty"`
+	// Scram holds the SCRAM credentials by user and mechanism (Kafka's
+	// UserScramCredentialRecords); replaced whole by each change.
+	Scram map[string]map[int8]sasl.Credential `json:",omitempty"`
 }
 
 func emptyImage() *Image {
@@ -87,6 +91,7 @@ func (img *Image) clone() *Image {
 		c.Topics[n] = t.clone()
 	}
 	c.ClusterConfigs = maps.Clone(img.ClusterConfigs)
+	c.Scram = img.Scram // applyScram replaces it, never modifies it
 	if img.BrokerConfigs != nil {
 		c.BrokerConfigs = make(map[int32]map[string]string, len(img.BrokerConfigs))
 		for id, m := range img.BrokerConfigs {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"gregor/cluster/sasl"
 )
 
 // NoLeader marks an offline partition (no live replica may lead it).
@@ -146,6 +148,9 @@ type Image struct {
 	// BrokerConfigs the dynamic configs of one broker. Both replicated.
 	ClusterConfigs map[string]string
 	BrokerConfigs  map[int32]map[string]string
+	// Scram holds the SCRAM credentials of the metadata log, by user and
+	// mechanism (AlterUserScramCredentials); a single broker has none.
+	Scram map[string]map[int8]sasl.Credential
 }
 
 // Layers are the config sources for topic t (nil: no topic) as broker node

@@ -14,6 +14,7 @@ import (
 	"gregor/cluster/faultpoint"
 	"gregor/harness"
 	"gregor/history"
+	"gregor/internal/security"
 	"gregor/nemesis"
 	"gregor/runtime"
 	"gregor/workloads/all"
@@ -104,6 +105,7 @@ func runCmd() *cobra.Command {
 		cfg    harness.Config
 		target targetFlags
 		repeat int
+		sec    securityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -204,6 +206,15 @@ Exit status (as gregor check):
 			if err == nil && target.Runtime != "external" {
 				err = cfg.Validate()
 			}
+			var secured *security.Config
+			if err == nil {
+				secured, err = sec.load()
+			}
+			cleanTLS := func() {}
+			if err == nil && target.Runtime != "external" {
+				cleanTLS, err = secureBoot(&cfg.Cluster, secured, target.Runtime)
+			}
+			defer cleanTLS()
 			if err == nil && repeat != 1 && (target.Runtime != "sim" || repeat < 1) {
 				err = fmt.Errorf("--repeat %d: give a positive count with --runtime sim (another runtime reruns a seed with a loop of runs)", repeat)
 			}
@@ -279,6 +290,7 @@ Exit status (as gregor check):
 	}
 	registerRun(cmd.Flags(), &cfg)
 	registerTarget(cmd.Flags(), &target)
+	sec.register(cmd.Flags())
 	cmd.Flags().IntVar(&repeat, "repeat", 1, "--runtime sim: run the seed this many times and print how often each anomaly recurs (the schedule is the seed's; goroutine scheduling in the simulation is not deterministic, so runs of one seed differ)")
 	return cmd
 }
