@@ -223,7 +223,7 @@ func (q *quorum) convert(im *controller.Image) *meta.Image {
 			Partitions: t.Partitions}
 	}
 	// Shared, not copied: a published controller image is never modified.
-	out.ClusterConfigs, out.BrokerConfigs = im.ClusterConfigs, im.BrokerConfigs
+	out.ClusterConfigs, out.BrokerConfigs, out.GroupConfigs = im.ClusterConfigs, im.BrokerConfigs, im.GroupConfigs
 	q.image, q.seen = out, im.Version
 	return out
 }

@@ -68,6 +68,9 @@ type Image struct {
 	// BrokerConfigs the dynamic configs of single brokers.
 	ClusterConfigs map[string]string           `json:",omitempty"`
 	BrokerConfigs  map[int32]map[string]string `json:",omitempty"`
+	// GroupConfigs are the dynamic configs of groups, by group id
+	// (IncrementalAlterConfigs on a GROUP resource, KIP-848/KIP-932).
+	GroupConfigs map[string]map[string]string `json:",omitempty"`
 }
 
 func emptyImage() *Image {
@@ -87,6 +90,12 @@ func (img *Image) clone() *Image {
 		c.Topics[n] = t.clone()
 	}
 	c.ClusterConfigs = maps.Clone(img.ClusterConfigs)
+	if img.GroupConfigs != nil {
+		c.GroupConfigs = make(map[string]map[string]string, len(img.GroupConfigs))
+		for id, m := range img.GroupConfigs {
+			c.GroupConfigs[id] = maps.Clone(m)
+		}
+	}
 	if img.BrokerConfigs != nil {
 		c.BrokerConfigs = make(map[int32]map[string]string, len(img.BrokerConfigs))
 		for id, m := range img.BrokerConfigs {

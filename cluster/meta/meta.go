@@ -124,7 +124,13 @@ const (
 )
 
 // IsInternal reports whether topic is one of the internal topics.
-func IsInternal(topic string) bool { return topic == OffsetsTopic || topic == TransactionStateTopic }
+func IsInternal(topic string) bool {
+	return topic == OffsetsTopic || topic == TransactionStateTopic || topic == ShareGroupStateTopic
+}
+
+// ShareGroupStateTopic keeps share-partition state (KIP-932's
+// ShareCoordinator, cluster/share).
+const ShareGroupStateTopic = "__share_group_state"
 
 // Topic is a topic with its partitions (index i at Partitions[i]).
 type Topic struct {
@@ -146,6 +152,9 @@ type Image struct {
 	// BrokerConfigs the dynamic configs of one broker. Both replicated.
 	ClusterConfigs map[string]string
 	BrokerConfigs  map[int32]map[string]string
+	// GroupConfigs are the dynamic configs of groups (group_configs.go),
+	// by group id. Replicated.
+	GroupConfigs map[string]map[string]string
 }
 
 // Layers are the config sources for topic t (nil: no topic) as broker node
