@@ -146,19 +146,83 @@ func (b *Broker) shareConfig() share.Config {
 	return c
 }
 
-// stateRPC sends req to k's share coordinator.
+// stateRPC sends req to k's share coordinator, retrying while there is
+// none yet (the topic just created, its leader moving, its shard loading)
+// until the bound, as Kafka's PersisterStateManager retries
+// COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS.
 func (e shareEnv) stateRPC(ctx context.Context, k share.StateKey, req kmsg.Request) (kmsg.Response, *kerr.Error) {
+	ctx, cancel := context.WithTimeout(ctx, stateRPCBound)
+	defer cancel()
+	backoff := 20 * time.Millisecond
+	// Bound: the context's deadline; each pass waits at least backoff.
+	for {
+		resp, ke := e.stateRPCOnce(ctx, k, req)
+		if ke == nil {
+			if ke = coordinatorError(resp); ke == nil {
+				return resp, nil
+			}
+		}
+		if ke != kerr.CoordinatorNotAvailable && ke != kerr.NotCoordinator && ke != kerr.CoordinatorLoadInProgress {
+			return resp, ke
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ke
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+func (e shareEnv) stateRPCOnce(ctx context.Context, k share.StateKey, req kmsg.Request) (kmsg.Response, *kerr.Error) {
 	node, ke := e.stateCoordinator(ctx, k)
 	if ke != nil {
 		return nil, ke
 	}
-	ctx, cancel := context.WithTimeout(ctx, stateRPCBound)
-	defer cancel()
 	resp, err := e.b.shares.conns.request(ctx, node, req)
 	if err != nil {
 		return nil, kerr.CoordinatorNotAvailable
 	}
 	return resp, nil
+}
+
+// coordinatorError is a share-state answer's coordinator-level error (the
+// one partition's NOT_COORDINATOR and kin), nil when it has none.
+func coordinatorError(resp kmsg.Response) *kerr.Error {
+	var codes []int16
+	switch r := resp.(type) {
+	case *kmsg.ReadShareGroupStateResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+	case *kmsg.WriteShareGroupStateResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+	case *kmsg.InitializeShareGroupStateResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+	case *kmsg.DeleteShareGroupStateResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+	}
+	e := share.FirstError(codes)
+	if e == kerr.CoordinatorNotAvailable || e == kerr.NotCoordinator || e == kerr.CoordinatorLoadInProgress {
+		return e
+	}
+	return nil
 }
 
 func (e shareEnv) ReadState(ctx context.Context, k share.StateKey, leaderEpoch int32) (share.PartitionState, *kerr.Error) {
