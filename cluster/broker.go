@@ -50,7 +50,7 @@ type Broker struct {
 	txns        *txn.Coordinator
 	markerConns *peerConns
 	// shares runs KIP-932's share roles (shares.go); they stop with b.stop.
-	shares *shareRoles
+	shares      *shareRoles
 	verifyConns *peerConns
 
 	mu         sync.RWMutex

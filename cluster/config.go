@@ -16,8 +16,8 @@ import (
 	"gregor/cluster/group"
 	"gregor/cluster/meta"
 	"gregor/cluster/replica"
-	"gregor/cluster/storage"
 	"gregor/cluster/share"
+	"gregor/cluster/storage"
 	"gregor/cluster/txn"
 	"gregor/internal/fsys"
 )

@@ -85,8 +85,8 @@ func (c *Config) Defaults() {
 // groupSettings are one group's effective settings: its group configs over
 // the broker's (ShareGroupConfigProvider).
 type groupSettings struct {
-	lock              time.Duration
-	earliest          bool
+	lock               time.Duration
+	earliest           bool
 	heartbeat, session time.Duration
 }
 

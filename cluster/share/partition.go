@@ -32,11 +32,11 @@ type inflight struct {
 // without an entry hold no deliverable record (a transaction marker) and
 // count as archived.
 type SharePartition struct {
-	m         *Manager
-	key       StateKey
-	topic     string
-	p         *replica.Partition
-	leaderEp  int32
+	m        *Manager
+	key      StateKey
+	topic    string
+	p        *replica.Partition
+	leaderEp int32
 	// mu is a channel lock: it is held across the state write to the share
 	// coordinator, which blocks on the network.
 	mu chan struct{}
