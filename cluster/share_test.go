@@ -29,9 +29,16 @@ type shareMember struct {
 
 func (tc *testCluster) shareMember(group, member, topic string) *shareMember {
 	tc.t.Helper()
-	m := &shareMember{tc: tc, cl: tc.client(), group: group, member: member, topic: topic,
+	var live []string
+	for i, b := range tc.brokers[:tc.n] {
+		if b != nil {
+			live = append(live, tc.cfgs[i].Listen)
+		}
+	}
+	// Seeded with the live brokers only: a dead seed is no way in.
+	m := &shareMember{tc: tc, cl: tc.client(kgo.SeedBrokers(live...)), group: group, member: member, topic: topic,
 		id: tc.any().Image().Topics[topic].ID, epochs: map[int32]int32{}}
-	tc.waitFor(member+" joined "+group, 20*time.Second, func() error {
+	tc.waitFor(member+" joined "+group, 30*time.Second, func() error {
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
 		req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = group, member, 0, []string{topic}
 		resp, err := req.RequestWith(context.Background(), m.cl)
