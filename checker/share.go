@@ -81,21 +81,23 @@ type shareIndex struct {
 	order   []shareRec
 	limit   int16
 	drained bool
-	// closes are the times processes ended (crash lines): each may have
-	// released records it had fetched but not returned, raising their
-	// count unseen.
-	closes []int64
+	// lastOp is each share process's last share line: a process alive at
+	// or after a delivery may close (crash or the run's end) with the
+	// record fetched by its client but not yet returned to it; the close
+	// releases it with its count raised unseen.
+	lastOp map[history.Process]int64
 }
 
 func buildShareIndex(ix *index) (*shareIndex, error) {
-	si := &shareIndex{recs: map[shareRec][]*acquisition{}}
+	si := &shareIndex{recs: map[shareRec][]*acquisition{}, lastOp: map[history.Process]int64{}}
 	// latest[proc][rec] is the process's latest delivery of rec.
 	latest := map[history.Process]map[shareRec]*acquisition{}
 	for ci := range ix.calls {
 		c := &ix.calls[ci]
+		if c.f == history.FShareFetch || c.f == history.FShareAck {
+			si.lastOp[c.proc] = max(si.lastOp[c.proc], c.endSeen)
+		}
 		switch {
-		case c.f == history.FCrash:
-			si.closes = append(si.closes, c.endSeen)
 		case c.f == history.FShareDrain:
 			var d history.ShareDrain
 			if err := history.ParseShare(c.op, &d); err != nil {
@@ -224,8 +226,10 @@ func (si *shareIndex) checkLater(ix *index, col *collector, ex func(string, ...i
 
 // checkRedelivered: the last delivery of a record that was released, or
 // whose lock lapsed, below the limit must be followed by another once the
-// final drain completed. The count may rise unseen at each process end (a
-// consumer closing with the record fetched but not polled releases it).
+// final drain completed. The count may rise unseen once per process alive
+// after the delivery (a consumer closing with the record fetched but not
+// polled releases it), so only a count below the limit by more than those
+// is owed a delivery.
 func (si *shareIndex) checkRedelivered(col *collector, ex func(string, ...int32) Example, as []*acquisition) {
 	if !si.drained || si.limit == 0 {
 		return
@@ -242,7 +246,7 @@ func (si *shareIndex) checkRedelivered(col *collector, ex func(string, ...int32)
 		return
 	}
 	unseen := 0
-	for _, t := range si.closes {
+	for _, t := range si.lastOp {
 		if t >= last.end {
 			unseen++
 		}
