@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -59,6 +60,11 @@ type Broker struct {
 	// partition, for the (leader, epoch) the metadata names.
 	fetchers map[tp]*fetcher
 
+	// isrEligible is the set of brokers the last applied image has
+	// registered and unfenced (replica.Config.IsrEligible reads it under a
+	// partition's lock, so it is an atomic, not under mu).
+	isrEligible atomic.Pointer[map[int32]bool]
+
 	stats       replica.Stats
 	cutPower    bool // set by powerCut before shutdown: partitions crash
 	metricsAddr string
@@ -84,6 +90,10 @@ func Start(cfg Config) (*Broker, error) {
 		fetchers: map[tp]*fetcher{}, stop: make(chan struct{})}
 	b.rcfg = replica.Config{NodeID: cfg.NodeID, ReplicaLagMax: cfg.ReplicaLagMax, Bugs: cfg.Bugs, Logger: b.log, Stats: &b.stats}
 	if len(cfg.Peers) > 0 {
+		b.rcfg.IsrEligible = func(id int32) bool {
+			m := b.isrEligible.Load()
+			return m != nil && (*m)[id]
+		}
 		b.rcfg.AlterISR = func(ctx context.Context, p meta.Partition, newISR []int32) {
 			// The request ends with the broker: nothing of a stopped
 			// broker keeps running (the simulation's kill relies on it).
@@ -339,6 +349,11 @@ func (b *Broker) apply(im *meta.Image) error {
 	// leadership from metadata (see quorum.registeredIn); demotions and
 	// follower roles apply at once.
 	mayLead := len(b.cfg.Peers) == 0 || (b.q != nil && b.q.registeredIn(im))
+	eligible := make(map[int32]bool, len(im.Brokers))
+	for id, br := range im.Brokers {
+		eligible[id] = !br.Fenced
+	}
+	b.isrEligible.Store(&eligible)
 	want := map[tp]bool{}
 	static := b.BrokerDefaults()
 	for _, t := range im.Topics {

@@ -27,8 +27,10 @@ import (
 type Rules struct {
 	// Drop lists peer IPs whose traffic is dropped both ways.
 	Drop []string `json:"drop,omitempty"`
-	// DelayMs (+- JitterMs) is added before each write; LossPct of writes
-	// are delayed further by a retransmission timeout, as lost segments are.
+	// DelayMs (+- JitterMs) delays each write on its way to the wire; LossPct
+	// of writes are delayed further by a retransmission timeout, as lost
+	// segments are. Delays overlap (a latency, not a bandwidth cap) and
+	// order is kept (delayline.go).
 	DelayMs  int     `json:"delay_ms,omitempty"`
 	JitterMs int     `json:"jitter_ms,omitempty"`
 	LossPct  float64 `json:"loss_pct,omitempty"`
@@ -218,7 +220,8 @@ func (ln *listener) Accept() (net.Conn, error) {
 }
 
 // conn stalls reads and writes while its peer is blocked, honouring
-// deadlines, and delays writes by the configured delay.
+// deadlines, and delays writes by the configured delay through a delay line
+// (delayline.go): each write due at its own time, not one after another.
 type conn struct {
 	net.Conn
 	l    *Layer
@@ -234,11 +237,16 @@ type conn struct {
 	// reader and writer, as closing a real socket does.
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	// line holds the writes the layer delays (delayline.go).
+	line delayLine
 }
 
+// Close ends any stall at once; bytes still in the delay line go out when due
+// before the connection closes, as a closed socket's buffer does.
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
-	return c.Conn.Close()
+	return c.closeLine()
 }
 
 var errTimeout = &timeoutError{}
@@ -294,6 +302,11 @@ func (c *conn) stall(read bool) error {
 }
 
 func (c *conn) Read(b []byte) (int, error) {
+	select {
+	case <-c.closed:
+		return 0, net.ErrClosed
+	default:
+	}
 	if err := c.stall(true); err != nil {
 		return 0, err
 	}
@@ -311,9 +324,13 @@ func (c *conn) Write(b []byte) (int, error) {
 	if err := c.stall(false); err != nil {
 		return 0, err
 	}
-	r := c.l.Rules()
-	if d := writeDelay(r); d > 0 {
-		time.Sleep(d)
+	select {
+	case <-c.closed:
+		return 0, net.ErrClosed
+	default:
+	}
+	if d := writeDelay(c.l.Rules()); d > 0 || c.line.busy() {
+		return c.delayedWrite(b, d)
 	}
 	return c.Conn.Write(b)
 }

@@ -60,6 +60,13 @@ type Config struct {
 	// metadata update (Update). Called without the partition lock held, on
 	// its own goroutine. Nil on a single broker.
 	AlterISR func(ctx context.Context, p meta.Partition, newISR []int32)
+	// IsrEligible says whether a replica's broker may join the ISR: it is
+	// registered, unfenced and not shutting down (Kafka's
+	// isReplicaIsrEligible, KIP-841). The HW waits for a caught-up follower
+	// outside the ISR only if so. Called with the partition lock held: it
+	// must not block or take a lock held across partition calls. Nil: every
+	// replica is eligible.
+	IsrEligible func(id int32) bool
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 	// Stats counts ISR changes seen by leaders (IsrShrinksPerSec,
@@ -275,9 +282,15 @@ func (p *Partition) becomeLeader() {
 		if r == p.cfg.NodeID {
 			continue
 		}
-		// A new leader does not know where followers are; it gives them a
-		// full lag window to show up, as Kafka does.
-		p.followers[r] = &follower{leo: -1, lastFetch: now, lastCaughtUp: now}
+		// A new leader does not know where followers are. It gives the
+		// ISR's members a full lag window to show up, and the others none,
+		// so that one left out of the ISR does not hold the HW back
+		// (Kafka's Replica.resetReplicaState for a new leader).
+		f := &follower{leo: -1, leaderLEOAtLastFetch: -1}
+		if meta.Contains(p.state.ISR, r) {
+			f.lastCaughtUp = now
+		}
+		p.followers[r] = f
 	}
 	p.pendingISR = nil
 	p.epochStart = p.log.LEO()
@@ -355,12 +368,41 @@ func (p *Partition) maybeAdvanceHW() {
 			newHW = min(newHW, f.leo)
 		}
 	}
+	newHW = p.waitForJoiners(newHW, leo)
 	if newHW > p.hw {
 		p.hw = newHW
 		p.checkInvariants()
 		p.wake()
 		p.hit(faultpoint.HWAdvanced)
 	}
+}
+
+// waitForJoiners holds the HW at the LEO of every follower outside the ISR
+// that is caught up (its last fetch reached the LEO, or it did within
+// replica.lag.time.max.ms) and whose broker may join the ISR, as Kafka's
+// Partition.maybeIncrementLeaderHW does (shouldWaitForReplicaToJoinIsr).
+// Without it a follower rejoining under a steady write load never reaches
+// an HW that, with the ISR down to the leader, runs ahead with every append:
+// the ISR would stay the leader alone for as long as producers write (make
+// check's runs waited out a minute's recovery timeout so, docs/MEASUREMENTS.md
+// 2.00). Holding the HW back is safe: waiting for more replicas only makes
+// the HW more conservative. Caller holds mu and is the leader.
+func (p *Partition) waitForJoiners(hw, leo int64) int64 {
+	if p.cfg.Bugs.HWPastLaggingISR {
+		return hw
+	}
+	isr := p.effectiveISR()
+	now := p.now()
+	for id, f := range p.followers {
+		if f.leo < 0 || f.leo >= hw || meta.Contains(isr, id) || f.lastCaughtUp.IsZero() {
+			continue
+		}
+		caughtUp := f.leo == leo || now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagMax
+		if caughtUp && (p.cfg.IsrEligible == nil || p.cfg.IsrEligible(id)) {
+			hw = f.leo
+		}
+	}
+	return hw
 }
 
 // AppendResult is the outcome of a leader append.
