@@ -114,25 +114,32 @@ func (w *Workload) configure(ctx context.Context) error {
 	}
 }
 
-// applied reports whether each broker describes the group's reset policy.
+// applied reports whether every broker describes the group's reset
+// policy: each answers from its own copy of the metadata, and a share
+// partition initialized on one that lags starts at the log end.
 func (w *Workload) applied(ctx context.Context, cl *kgo.Client) bool {
-	ok := true
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil || len(md.Brokers) == 0 {
+		return false
+	}
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, w.group
 	req.Resources = append(req.Resources, r)
-	for _, resp := range cl.RequestSharded(ctx, req) {
-		d, _ := resp.Resp.(*kmsg.DescribeConfigsResponse)
-		if resp.Err != nil || d == nil || len(d.Resources) == 0 {
+	for _, b := range md.Brokers {
+		d, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+		if err != nil || len(d.Resources) == 0 {
 			return false
 		}
 		found := false
 		for _, c := range d.Resources[0].Configs {
 			found = found || c.Name == "share.auto.offset.reset" && c.Value != nil && *c.Value == "earliest"
 		}
-		ok = ok && found
+		if !found {
+			return false
+		}
 	}
-	return ok
+	return true
 }
 
 // opts are a client's options; proc is its history process (-1: the
