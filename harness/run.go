@@ -291,7 +291,7 @@ func (r *run) boot(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return errCutShort
 		}
-		return fmt.Errorf("boot: %w", err)
+		return &BootError{Err: err}
 	}
 	r.c = c
 	for _, n := range c.Nodes() {

@@ -182,6 +182,54 @@ func (r *Runner) Run(ctx context.Context, cells []Cell) []reports.Cell {
 	return out
 }
 
+// bootAttempts bounds how often a cell is started whose cluster did not boot
+// (gregor run's exit 5: nothing was tested). A boot outlasting its readiness
+// bound on a machine loaded far past its cores is not a finding; one that
+// fails this often is reported, as crashed.
+const bootAttempts = 3
+
+// exitBootFailed is gregor run's exit status when its cluster did not boot.
+const exitBootFailed = 5
+
+// runBooted runs cell c's gregor run, again while its cluster did not boot
+// (up to bootAttempts), and returns the last attempt's exit status.
+func (r *Runner) runBooted(ctx context.Context, c Cell, logf *os.File) (int, error) {
+	args := r.cellArgs(c)
+	for attempt := 1; ; attempt++ {
+		fmt.Fprintf(logf, "gregor %s\n", strings.Join(args, " "))
+		code, err := r.runOnce(ctx, c, args, logf)
+		if code != exitBootFailed || attempt == bootAttempts || ctx.Err() != nil {
+			return code, err
+		}
+		fmt.Fprintf(logf, "matrix: the cluster did not boot (attempt %d of %d): starting the cell again\n", attempt, bootAttempts)
+	}
+}
+
+// runOnce runs gregor run once with args, bounded by the cell's timeout,
+// and returns its exit status (-1 if it could not be run).
+func (r *Runner) runOnce(ctx context.Context, c Cell, args []string, logf *os.File) (int, error) {
+	cctx, cancel := context.WithTimeout(ctx, cellTimeout(c))
+	defer cancel()
+	cmd := exec.CommandContext(cctx, r.Binary, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// A SIGINT to the matrix reaches the run (same process group) and it
+	// tears its cluster down; a timeout kills it.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	// A matrix that dies (SIGKILL included) takes its runs with it: SIGTERM
+	// makes a run tear its cluster down and keep its history, so that a
+	// --resume never finds an orphan still writing into a cell.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.WaitDelay = time.Minute
+	runErr := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(runErr, &ee) {
+		return ee.ExitCode(), runErr
+	} else if runErr != nil {
+		return -1, runErr
+	}
+	return 0, nil
+}
+
 func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 	cell := reports.Cell{Config: c.Label, Nemesis: c.Nemesis.Name, Seed: c.Seed}
 	dir := r.cellDir(c)
@@ -196,28 +244,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 		return cell
 	}
 	defer logf.Close()
-	args := r.cellArgs(c)
-	fmt.Fprintf(logf, "gregor %s\n", strings.Join(args, " "))
-	cctx, cancel := context.WithTimeout(ctx, cellTimeout(c))
-	defer cancel()
-	cmd := exec.CommandContext(cctx, r.Binary, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// A SIGINT to the matrix reaches the run (same process group) and it
-	// tears its cluster down; a timeout kills it.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	// A matrix that dies (SIGKILL included) takes its runs with it: SIGTERM
-	// makes a run tear its cluster down and keep its history, so that a
-	// --resume never finds an orphan still writing into a cell.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	cmd.WaitDelay = time.Minute
-	runErr := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(runErr, &ee) {
-		code = ee.ExitCode()
-	} else if runErr != nil {
-		code = -1
-	}
+	code, runErr := r.runBooted(ctx, c, logf)
 	runDir, err := history.LatestRun(filepath.Join(dir, "run"))
 	if err != nil || (code != 0 && code != 1 && code != 3) {
 		cell.Valid = "crashed"

@@ -53,9 +53,6 @@ allowed anomalies are findings ("unsafe configuration demonstrated").`,
 					return &exitError{2, err}
 				}
 			}
-			if runtimeName == "sim" {
-				cells = simCells(cells, cmd.ErrOrStderr())
-			}
 			if err := matrix.CheckParallel(parallel); err != nil {
 				return &exitError{2, err}
 			}

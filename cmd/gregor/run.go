@@ -117,7 +117,8 @@ back from offset 0 to its high watermark, and checks the history.
 --runtime sim runs the brokers, their controller quorum, the clients and the
 nemesis in one process on virtual time (bin/gregor-sim, built by make build):
 the same history, store, checker and report, in a fraction of the time;
-test.json says simulated_time. It refuses the pause nemesis (not modelled).
+test.json says simulated_time. A paused node's network calls wait until
+it is resumed (DESIGN.md section 7 says what the sim's pause models).
 Goroutine scheduling in the simulation is not deterministic: a seed fixes the
 schedule, not the run, so --repeat N reruns the seed N times and prints how
 often each anomaly recurs.
@@ -187,6 +188,8 @@ Exit status (as gregor check):
      stays readable by gregor check)
   4  the store cannot be written (read-only, disk full): the error names the
      path; the run stops, and what it wrote stays readable by gregor check
+  5  the cluster did not boot (a runtime failed to start it, or it was not
+     ready in time): nothing was tested; gregor matrix retries such a cell
   130, 143  a second Ctrl-C (130) or SIGTERM (143) ended it at once, after
      killing the fault commands still running`,
 		Args: cobra.NoArgs,
@@ -200,9 +203,6 @@ Exit status (as gregor check):
 			// it answers: harness.Run validates then (harness/attach.go).
 			if err == nil && target.Runtime != "external" {
 				err = cfg.Validate()
-			}
-			if err == nil && target.Runtime == "sim" {
-				err = refuseSim(&cfg)
 			}
 			if err == nil && repeat != 1 && (target.Runtime != "sim" || repeat < 1) {
 				err = fmt.Errorf("--repeat %d: give a positive count with --runtime sim (another runtime reruns a seed with a loop of runs)", repeat)
@@ -264,6 +264,9 @@ Exit status (as gregor check):
 			}
 			if _, ok := errors.AsType[*harness.StoreError](err); ok {
 				return &exitError{storeFailed, err}
+			}
+			if _, ok := errors.AsType[*harness.BootError](err); ok {
+				return &exitError{bootFailed, err}
 			}
 			if _, ok := errors.AsType[*history.ParseError](err); ok {
 				return &exitError{checkBadInput, err} // a stored file is damaged (history.ReadRun)

@@ -35,9 +35,6 @@ type Runtime struct {
 // Name is "sim".
 func (Runtime) Name() string { return "sim" }
 
-// PauseRefusal says why the sim refuses the pause nemesis.
-const PauseRefusal = "pause is not modelled by --runtime sim: Go cannot freeze one node's goroutines and timers in a process (SIGSTOP), so a paused node would keep running; use --runtime process or docker for pause"
-
 // Available: the sim needs nothing from the host.
 func (Runtime) Available(context.Context) error { return nil }
 
@@ -210,8 +207,26 @@ func (s *simCluster) Start(_ context.Context, id int32) error {
 	return s.c.Restart(id)
 }
 
-func (s *simCluster) Pause(context.Context, int32) error  { return errors.New(PauseRefusal) }
-func (s *simCluster) Resume(context.Context, int32) error { return errors.New(PauseRefusal) }
+// Pause is SIGSTOP (Cluster.Pause): the node answers nothing until Resume.
+func (s *simCluster) Pause(_ context.Context, id int32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.node(id); err != nil {
+		return err
+	}
+	return s.c.Pause(id)
+}
+
+// Resume is SIGCONT: what fell due during the pause happens at once.
+func (s *simCluster) Resume(_ context.Context, id int32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.node(id); err != nil {
+		return err
+	}
+	s.c.Resume(id)
+	return nil
+}
 
 // Partition adds drop rules both ways between the nodes the groups cut.
 func (s *simCluster) Partition(_ context.Context, groups [][]int32) error {
@@ -276,6 +291,9 @@ func (s *simCluster) Status(_ context.Context, id int32) (runtime.NodeState, err
 	if s.c.Broker(id) == nil {
 		return runtime.StateStopped, nil
 	}
+	if s.c.Paused(id) {
+		return runtime.StatePaused, nil
+	}
 	return runtime.StateRunning, nil
 }
 
@@ -284,6 +302,7 @@ func (s *simCluster) Capabilities() runtime.Capabilities {
 	return runtime.Capabilities{
 		runtime.FaultKill:      {Support: runtime.Emulated, How: "simulated: the node's connections close and its goroutines end; with --lazyfs its unsynced writes are lost"},
 		runtime.FaultStop:      {Support: runtime.Emulated, How: "simulated: controlled shutdown of the in-process broker"},
+		runtime.FaultPause:     {Support: runtime.Emulated, How: "simulated: nothing the node does reaches its network or returns to it until resume (its timers fire on time, their effects wait); peers' dials and writes are buffered, unanswered"},
 		runtime.FaultPartition: {Support: runtime.Emulated, How: "simulated: the in-memory network stalls the cut links both ways, as TCP does"},
 		runtime.FaultDelay:     {Support: runtime.Emulated, How: "simulated: each write on the node's links waits the delay (+- jitter) in virtual time"},
 		runtime.FaultLoss:      {Support: runtime.Emulated, How: "simulated: a lost write costs a 200 ms retransmission delay"},

@@ -144,11 +144,34 @@ func (c *Cluster) Kill(id int32) error {
 		// the kernel closes a killed process's sockets.
 		m.CloseHost(c.hosts[id-1])
 	}
+	// SIGKILL ends a stopped process too: its calls held by the pause
+	// now fail on the closed sockets, and its goroutines end.
+	c.layers[id-1].Thaw()
 	if c.cfgs[id-1].Storage.LazyFS {
 		return b.PowerCut()
 	}
 	return b.Crash()
 }
+
+// Pause freezes node id as SIGSTOP does: nothing it does reaches the
+// network until Resume, while its peers' connections to it still take
+// bytes and dials (faultnet.Layer.Freeze). Its goroutines are not stopped
+// (Go cannot stop a set of goroutines): each one that would act outside
+// the node waits at the node's layer, and its timers fire on time, so on
+// Resume what fell due during the pause is acted on at once.
+func (c *Cluster) Pause(id int32) error {
+	if c.brokers[id-1] == nil {
+		return fmt.Errorf("node %d is down", id)
+	}
+	c.layers[id-1].Freeze()
+	return nil
+}
+
+// Resume continues a paused node (SIGCONT).
+func (c *Cluster) Resume(id int32) { c.layers[id-1].Thaw() }
+
+// Paused says whether node id is paused.
+func (c *Cluster) Paused(id int32) bool { return c.layers[id-1].Frozen() }
 
 // Isolate cuts node id off from every other node, both ways (the clients
 // still reach it: client-link faults are the harness's).
@@ -184,11 +207,14 @@ func (c *Cluster) FS() fsys.FS { return c.cfgs[0].FS }
 func (c *Cluster) DataDir(id int32) string { return c.cfgs[id-1].DataDir }
 
 // Stop is SIGTERM: a controlled shutdown (leadership moves away first).
+// A paused node is continued first, as the process runtime does: a
+// stopped process cannot act on SIGTERM.
 func (c *Cluster) Stop(id int32) error {
 	b := c.brokers[id-1]
 	if b == nil {
 		return nil
 	}
+	c.Resume(id)
 	c.brokers[id-1] = nil
 	return b.Close()
 }
