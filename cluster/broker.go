@@ -51,6 +51,8 @@ type Broker struct {
 	// with it the connections its markers and leaders' verifications use.
 	txns        *txn.Coordinator
 	markerConns *peerConns
+	// shares runs KIP-932's share roles (shares.go); they stop with b.stop.
+	shares      *shareRoles
 	verifyConns *peerConns
 
 	mu         sync.RWMutex
@@ -176,6 +178,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.server = wire.NewServer(b, wopts)
 	b.groups = b.startGroups()
 	b.txns = b.startTxns()
+	b.shares = b.startShares()
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	b.stopWatch = stopWatch
 	if cfg.Net == nil {
