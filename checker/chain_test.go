@@ -25,7 +25,7 @@ func TestChainAgreesWithPorcupine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ix, err := buildIndex(calls)
+		ix, err := buildIndex(calls, 2)
 		if err != nil {
 			t.Fatal(err)
 		}

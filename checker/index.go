@@ -3,6 +3,8 @@ package checker
 import (
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"gregor/history"
 )
@@ -25,6 +27,7 @@ type slot struct {
 // sendRec is one send micro-op and what became of its value.
 type sendRec struct {
 	call  int32 // position in calls
+	mop   int32 // position of the micro-op in the call's
 	value int64
 	ack   int64 // acknowledged offset, or history.NoOffset
 	// offsets where the value was observed (ack or read), in order observed.
@@ -111,9 +114,17 @@ func newKeyIndex(name string) *keyIndex {
 	return &keyIndex{name: name, maxRead: -1}
 }
 
-func (k *keyIndex) observe(offset, value int64, c int32, read bool) error {
+// checkOffset refuses an offset the per-offset table cannot hold.
+func checkOffset(key string, offset int64) error {
 	if offset < 0 || offset >= maxOffset {
-		return fmt.Errorf("key %q: offset %d out of range [0, %d)", k.name, offset, maxOffset)
+		return fmt.Errorf("key %q: offset %d out of range [0, %d)", key, offset, maxOffset)
+	}
+	return nil
+}
+
+func (k *keyIndex) observe(offset, value int64, c int32, read bool) error {
+	if err := checkOffset(k.name, offset); err != nil {
+		return err
 	}
 	for int64(len(k.slots)) <= offset {
 		k.slots = append(k.slots, slot{first: -1})
@@ -211,117 +222,284 @@ func (ix *index) key(name string) *keyIndex {
 }
 
 // buildIndex registers every send first (a poll may complete before the send
-// it read), then every read.
-func buildIndex(calls []call) (*index, error) {
+// it read), then every read. It runs on workers in two steps: chunks of
+// calls, in parallel, gather each key's sends and polls in call order
+// (scanChunk); then each key, in parallel, takes its sends and then its
+// reads in that order (takeSends, takeReads). A key's state depends only on
+// its own sends and reads in history order, which is what one pass over the
+// calls gave, so the index is the same whatever the number of workers; an
+// error is the first one pass would meet (any send's before any read's).
+func buildIndex(calls []call, workers int) (*index, error) {
 	ix := &index{calls: calls, keys: make(map[string]*keyIndex)}
-	// Count sends per key first so each key's value map is sized once
-	// instead of rehashing as it grows.
-	type count struct{ n, dense int }
-	perKey := make(map[string]*count)
-	for ci := range calls {
-		c := &calls[ci]
+	chunks := make([]chunkIndex, chunkCount(len(calls), workers))
+	forEach(len(chunks), workers, func(i int) {
+		lo, hi := i*len(calls)/len(chunks), (i+1)*len(calls)/len(chunks)
+		chunks[i] = ix.scanChunk(lo, hi)
+	})
+	ix.makeKeys(chunks)
+	keys := make([]*keyIndex, len(ix.order))
+	for i, name := range ix.order {
+		keys[i] = ix.keys[name]
+	}
+	sendErrs := make([]*sendError, len(keys))
+	forEach(len(keys), workers, func(i int) {
+		k := keys[i]
+		sendErrs[i] = k.takeSends(ix, chunks)
+		k.takeReads(ix, chunks)
+		k.finish(ix)
+	})
+	var first *sendError
+	for _, e := range sendErrs {
+		if e != nil && (first == nil || e.before(first)) {
+			first = e
+		}
+	}
+	if first != nil {
+		return nil, first.err
+	}
+	for i := range chunks {
+		if chunks[i].readErr != nil {
+			return nil, chunks[i].readErr
+		}
+	}
+	for i := range chunks {
+		ix.stats.Sends += chunks[i].sends
+		ix.stats.Polls += chunks[i].polls
+		ix.stats.Records += chunks[i].records
+	}
+	ix.stats.Keys = len(ix.keys)
+	return ix, nil
+}
+
+// chunkIndex is what one chunk of calls holds, per key in call order.
+type chunkIndex struct {
+	keys map[string]*keyPart
+	// sendKeys and pollKeys: the keys first seen in a send, in a poll, in
+	// the order met (a key only read is added to the index in that order).
+	sendKeys, pollKeys    []string
+	sends, polls, records int
+	// readErr: the chunk's first record at an offset out of range.
+	readErr error
+}
+
+// keyPart is one chunk's sends and polls of one key.
+type keyPart struct {
+	sends []sendRec
+	polls []pollRec
+	txn   bool // a send was part of a transaction
+	// inSend, inPoll: the key was met in a send, in a poll.
+	inSend, inPoll bool
+}
+
+func (ch *chunkIndex) part(name string) *keyPart {
+	p := ch.keys[name]
+	if p == nil {
+		p = &keyPart{}
+		ch.keys[name] = p
+	}
+	return p
+}
+
+// scanChunk gathers calls[lo:hi]'s sends and ok polls per key.
+func (ix *index) scanChunk(lo, hi int) chunkIndex {
+	ch := chunkIndex{keys: make(map[string]*keyPart)}
+	for ci := lo; ci < hi; ci++ {
+		c := &ix.calls[ci]
 		if c.event || c.proc == history.Nemesis {
 			continue
 		}
-		for _, m := range c.mops() {
-			if m.Kind == history.MopSend {
-				n := perKey[m.Key]
-				if n == nil {
-					n = &count{}
-					perKey[m.Key] = n
-				}
-				n.n++
-				if m.Value >= 0 && m.Value < maxDenseValue {
-					n.dense = max(n.dense, int(m.Value)+1)
-				}
-			}
-		}
-	}
-	for name, n := range perKey {
-		k := ix.key(name)
-		k.byValue = newValueIndex(n.n, n.dense)
-		k.sends = make([]sendRec, 0, n.n)
-		k.firstOffsets = make([]int64, n.n)
-	}
-	slices.Sort(ix.order) // map order above is random; keep output deterministic
-	for ci := range calls {
-		c := &calls[ci]
-		if c.event || c.proc == history.Nemesis {
-			continue
-		}
-		for _, m := range c.mops() {
+		for mi, m := range c.mops() {
 			if m.Kind != history.MopSend {
 				continue
 			}
-			ix.stats.Sends++
-			k := ix.key(m.Key)
-			if c.f == history.FTxn {
-				k.txn = true
-			}
-			if prev, dup := k.byValue.get(m.Value); dup {
-				return nil, &InputError{c.index, c.pos, fmt.Sprintf("value %d sent to key %q twice (also by op %d); values must be unique per key",
-					m.Value, m.Key, calls[k.sends[prev].call].index)}
+			ch.sends++
+			p := ch.part(m.Key)
+			if !p.inSend {
+				p.inSend = true
+				ch.sendKeys = append(ch.sendKeys, m.Key)
 			}
 			ack := history.NoOffset
 			if c.typ == history.OK && m.Offset >= 0 {
 				ack = m.Offset
 			}
-			k.byValue.put(m.Value, int32(len(k.sends)))
-			k.sends = append(k.sends, sendRec{call: int32(ci), value: m.Value, ack: ack, reader: -1})
-			if ack >= 0 {
-				if err := k.observe(ack, m.Value, int32(ci), false); err != nil {
-					return nil, &InputError{c.cindex, c.pos, err.Error()}
-				}
-				k.addOffset(int32(len(k.sends)-1), ack)
-			}
+			p.txn = p.txn || c.f == history.FTxn
+			p.sends = append(p.sends, sendRec{call: int32(ci), mop: int32(mi), value: m.Value, ack: ack, reader: -1})
 		}
-	}
-	for ci := range calls {
-		c := &calls[ci]
-		if c.typ != history.OK || c.event || c.proc == history.Nemesis {
-			continue
-		}
-		if c.f == history.FPollUncommitted {
-			// read_uncommitted: aborted and open transactions' records
-			// too; not a read of the committed log (txn.go counts them).
+		// read_uncommitted polls read aborted and open transactions'
+		// records too: not reads of the committed log (txn.go counts them).
+		if c.typ != history.OK || c.f == history.FPollUncommitted {
 			continue
 		}
 		for _, m := range c.op.Mops {
 			if m.Kind != history.MopPoll || m.Polls == nil {
 				continue
 			}
-			ix.stats.Polls++
+			ch.polls++
 			for _, kr := range m.Polls {
-				k := ix.key(kr.Key)
-				if len(kr.Records) == 0 {
-					continue
-				}
-				k.polls = append(k.polls, pollRec{call: int32(ci), recs: kr.Records})
-				for _, r := range kr.Records {
-					ix.stats.Records++
-					if err := k.observe(r.Offset, r.Value, int32(ci), true); err != nil {
-						return nil, &InputError{c.cindex, c.pos, err.Error()}
-					}
-					si, ok := k.byValue.get(r.Value)
-					if !ok {
-						continue // a value nobody sent: the linearizability check names it
-					}
-					s := &k.sends[si]
-					if !s.read {
-						s.read, s.reader = true, int32(ci)
-					}
-					if !containsInt(s.offsets, r.Offset) {
-						k.addOffset(si, r.Offset)
-					}
+				ch.scanRead(c, ci, kr)
+			}
+		}
+	}
+	return ch
+}
+
+// scanRead adds call ci's records of a key; an offset out of range is the
+// chunk's read error (observe's check, made here in history order).
+func (ch *chunkIndex) scanRead(c *call, ci int, kr history.KeyRecords) {
+	p := ch.part(kr.Key)
+	if !p.inPoll {
+		p.inPoll = true
+		ch.pollKeys = append(ch.pollKeys, kr.Key)
+	}
+	if len(kr.Records) == 0 {
+		return
+	}
+	p.polls = append(p.polls, pollRec{call: int32(ci), recs: kr.Records})
+	ch.records += len(kr.Records)
+	if ch.readErr != nil {
+		return
+	}
+	for _, r := range kr.Records {
+		if err := checkOffset(kr.Key, r.Offset); err != nil {
+			ch.readErr = &InputError{c.cindex, c.pos, err.Error()}
+			return
+		}
+	}
+}
+
+// makeKeys adds the chunks' keys to the index: the sent ones sorted, then
+// those only read, in the order first read.
+func (ix *index) makeKeys(chunks []chunkIndex) {
+	var sent []string
+	for i := range chunks {
+		sent = append(sent, chunks[i].sendKeys...)
+	}
+	slices.Sort(sent)
+	for _, name := range slices.Compact(sent) {
+		ix.key(name)
+	}
+	for i := range chunks {
+		for _, name := range chunks[i].pollKeys {
+			ix.key(name)
+		}
+	}
+}
+
+// sendError is a key's first bad send and where it is in history order.
+type sendError struct {
+	call, mop int32
+	err       error
+}
+
+func (e *sendError) before(o *sendError) bool {
+	return e.call < o.call || (e.call == o.call && e.mop < o.mop)
+}
+
+// takeSends registers the key's sends, the chunks' in their order.
+func (k *keyIndex) takeSends(ix *index, chunks []chunkIndex) *sendError {
+	n, dense := 0, 0
+	for i := range chunks {
+		if p := chunks[i].keys[k.name]; p != nil {
+			n += len(p.sends)
+			k.txn = k.txn || p.txn
+			for _, s := range p.sends {
+				if s.value >= 0 && s.value < maxDenseValue {
+					dense = max(dense, int(s.value)+1)
 				}
 			}
 		}
 	}
-	for _, k := range ix.keys {
-		k.finish(ix)
+	k.byValue = newValueIndex(n, dense)
+	k.sends = make([]sendRec, 0, n)
+	k.firstOffsets = make([]int64, n)
+	for i := range chunks {
+		if p := chunks[i].keys[k.name]; p != nil {
+			k.sends = append(k.sends, p.sends...)
+		}
 	}
-	ix.stats.Keys = len(ix.keys)
-	return ix, nil
+	for si := range k.sends {
+		s := &k.sends[si]
+		if prev, dup := k.byValue.get(s.value); dup {
+			c := &ix.calls[s.call]
+			return &sendError{s.call, s.mop, &InputError{c.index, c.pos, fmt.Sprintf("value %d sent to key %q twice (also by op %d); values must be unique per key",
+				s.value, k.name, ix.calls[k.sends[prev].call].index)}}
+		}
+		k.byValue.put(s.value, int32(si))
+		if s.ack >= 0 {
+			if err := k.observe(s.ack, s.value, s.call, false); err != nil {
+				c := &ix.calls[s.call]
+				return &sendError{s.call, s.mop, &InputError{c.cindex, c.pos, err.Error()}}
+			}
+			k.addOffset(int32(si), s.ack)
+		}
+	}
+	return nil
+}
+
+// takeReads registers the key's ok polls, the chunks' in their order. Their
+// offsets are in range (scanRead checked them).
+func (k *keyIndex) takeReads(ix *index, chunks []chunkIndex) {
+	n := 0
+	for i := range chunks {
+		if p := chunks[i].keys[k.name]; p != nil {
+			n += len(p.polls)
+		}
+	}
+	k.polls = make([]pollRec, 0, n)
+	for i := range chunks {
+		if p := chunks[i].keys[k.name]; p != nil {
+			k.polls = append(k.polls, p.polls...)
+		}
+	}
+	for _, p := range k.polls {
+		for _, r := range p.recs {
+			if k.observe(r.Offset, r.Value, p.call, true) != nil {
+				continue // not reached: scanRead refused the history
+			}
+			si, ok := k.byValue.get(r.Value)
+			if !ok {
+				continue // a value nobody sent: the linearizability check names it
+			}
+			s := &k.sends[si]
+			if !s.read {
+				s.read, s.reader = true, p.call
+			}
+			if !containsInt(s.offsets, r.Offset) {
+				k.addOffset(si, r.Offset)
+			}
+		}
+	}
+}
+
+// chunkCount is how many chunks buildIndex cuts calls into: a few per
+// worker, so one slow chunk does not hold the others up, none tiny.
+func chunkCount(calls, workers int) int {
+	return max(1, min(4*workers, calls/chunkMinCalls))
+}
+
+// chunkMinCalls is the smallest chunk worth a goroutine (a variable so that
+// tests cut small histories into many chunks).
+var chunkMinCalls = 4096
+
+// forEach runs f(0), ..., f(n-1) on up to workers goroutines, each taking
+// the next i when done with its last.
+func forEach(n, workers int, f func(i int)) {
+	if workers <= 1 || n <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // addOffset appends o to sends[si].offsets.

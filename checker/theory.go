@@ -49,6 +49,23 @@ import (
 //	nonmonotonic-send (also)        idempotence off, max in-flight > 1 and any fault
 //	poll-skip, nonmonotonic-poll    unclean=true and L; the power-loss rule above
 //	                                (records consumers read can vanish, positions reset)
+//	(disk-fault, history.StorageFault: a bit flip cut from a replica by its recovery, like an unsynced tail
+//	lost to a power cut)
+//	lost-write, unseen, ...         disk-fault and acks=1, or acks=all with min ISR <= 1 (a lone ISR
+//	                                member's copy); never acks=all with min ISR >= 2
+//	inconsistent-offsets, poll-skip disk-fault, any acks and min ISR: an ISR shrunk to its leader alone
+//	nonmonotonic-poll, duplicate    moves the HW by its log, and its cut removes what consumers read
+//	(clock-skew, ClockFault)        nothing: Kafka's replication safety reads no wall clock (HW, ISR
+//	                                membership, leader epochs; the controller's broker sessions and
+//	                                the group coordinator's session expiry run on the monotonic clock,
+//	                                BrokerHeartbeatManager, the timer wheel). A skew may shrink the
+//	                                ISR (lastCaughtUpTimeMs is wall clock: a forward jump past
+//	                                replica.lag.time.max.ms drops every follower; availability only),
+//	                                abort open transactions early (transaction.timeout.ms against
+//	                                txnStartTimestamp, both the coordinator's wall clock: the producer
+//	                                is fenced and sees the abort), shift LogAppendTime and
+//	                                ListOffsets by time, and with a finite retention.ms delete segments
+//	                                early (the harness's topics keep everything)
 //	G1a                             never
 //	committed-skip                  (greedy auto-commit or commit before processing) and
 //	                                any fault; processing failures swallowed (failure
@@ -73,6 +90,12 @@ import (
 //	G-single                        the txn workload, even without faults: read_committed is not a
 //	                                snapshot; a poll fetches partitions separately and the
 //	                                markers land partition by partition (read skew)
+//	share-accepted-redelivered      the share workload, where a commit can be lost (above): __share_group_state is
+//	                                written as __consumer_offsets is
+//	share-skip                      the share workload, where records consumers read can vanish (readLossReason)
+//	share-double-acquire, share-    never: a lock is the partition leader's, and a failover
+//	over-limit, share-release-lost, ends it without any consumer's acknowledgement being
+//	share-late-ack                  taken; delivery counts and releases are persisted first
 //	aborted records read by         not an anomaly in any version: read_uncommitted returns
 //	read_uncommitted polls          every record below the high watermark (KIP-98); counted in
 //	                                stats.uncommitted_aborted_reads
@@ -161,6 +184,9 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	if why := readLossReason(cfg, leaderLoss, powerLoss); why != "" {
 		allow(why, readLossSet...)
 	}
+	if cfg.HasFault(history.StorageFault) {
+		storageFaultRules(cfg, minISR, lossSet, allow)
+	}
 	if !cfg.Idempotence && anyFault {
 		allow("enable.idempotence=false: a producer retries a batch whose acknowledgement was lost and the broker appends it again (seed 002: idempotence is what removes duplicates from retries)", Duplicate)
 		if cfg.MaxInFlight > 1 {
@@ -194,6 +220,15 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	if commitLoss := commitLossReason(cfg, leaderLoss, powerLoss, powerLossOnMost, minISR); commitLoss != "" {
 		allow(commitLoss, CommittedOffsetRegression)
 		allow(commitLoss+"; the next owner of the partition processes again what the lost commit covered", Redelivered)
+		// __share_group_state is written as __consumer_offsets is (acks=all,
+		// the cluster's RF and min ISR): a lost state write takes the share
+		// partition back to an older start offset.
+		if cfg.Workload == history.WorkloadShare {
+			allow(commitLoss+"; a share partition's state lives in __share_group_state, written the same way, and a lost write brings accepted records back (KIP-932's ShareCoordinator)", ShareAcceptedRedelivered)
+		}
+	}
+	if why := readLossReason(cfg, leaderLoss, powerLoss); why != "" && cfg.Workload == history.WorkloadShare {
+		allow(why+"; the offset a share group skipped can hold another record than the one it delivered", ShareSkip)
 	}
 	if cfg.CommitMode == "on-revoked" && anyFault {
 		allow("commit in onPartitionsRevoked only: a crashed consumer never revokes, so what it processed since its last rebalance is consumed again by the next owner: at-least-once (seed 000 §8)", Redelivered)
@@ -216,6 +251,30 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		out[a] = Verdict{false, forbiddenReason(a, cfg, anyFault)}
 	}
 	return out
+}
+
+// storageFaultRules are the rows of a fault that damages what a broker
+// stored (history.StorageFault: disk-fault's bit flip). The broker never
+// serves the flipped batch (storage.Log.Read checks the CRC), takes its log
+// directory offline and halts; its unclean recovery cuts the log at the
+// batch (Kafka's LogSegment.recover: the first invalid batch ends the
+// segment), so that replica loses the batch and everything after it, as a
+// power cut loses an unsynced tail. Another ISR member keeps its copy and
+// leads; only a lone ISR member's flip loses records for good, clean
+// election waiting for it to return with the shorter log (FAST'17: one
+// node's corruption, Kafka among the stores losing data). The halt itself
+// is a kill (history.TakesLeaderAway, PowerCut on lazyfs): the rows above.
+// EIO and ENOSPC damage nothing stored: a write that failed is cut
+// (storage.Log.Append) and its producer was answered KAFKA_STORAGE_ERROR.
+func storageFaultRules(cfg *history.Config, minISR int, lossSet []string, allow func(string, ...string)) {
+	const flip = "disk-fault (bit flip at rest): the broker refuses the flipped batch and halts (its log directory failed, KIP-112), and its recovery cuts the log at that batch (Kafka's LogSegment.recover)"
+	switch {
+	case cfg.Acks == "1":
+		allow(flip+"; with acks=1 the leader's copy may be the only one, and a leader that returns (or any replica elected) without it has lost the record", lossSet...)
+	case cfg.Acks == "all" && minISR <= 1:
+		allow(flip+"; with min.insync.replicas=1 a batch acknowledged by a lone ISR member has that one copy, and clean election waits for the member, which returns without it (FAST'17: a single node's corruption loses data)", lossSet...)
+	}
+	allow(flip+"; a partition whose ISR shrank to its leader alone advances the high watermark by that leader's log (Kafka's Partition.maybeIncrementLeaderHW, before KIP-966), so consumers read records that its cut then removes; clean election waits for it", readLossSet...)
 }
 
 // readLossSet are the anomalies of a log that loses records a consumer

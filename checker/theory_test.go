@@ -114,6 +114,16 @@ func TestTheoryTable(t *testing.T) {
 		}), []string{CommittedSkip}, "swallowed"},
 		{"commit after processing", with(func(c *history.Config) { c.CommitMode, c.Nemeses = "after-processing", []string{"client-crash"} }), []string{Redelivered}, "at-least-once"},
 		{"commit before processing", with(func(c *history.Config) { c.CommitMode, c.Nemeses = "before-processing", []string{"client-crash"} }), []string{CommittedSkip}, "at-most-once"},
+		// Disk faults (issue 29): a flipped bit is cut from its replica by
+		// recovery, as a power cut cuts an unsynced tail; another ISR
+		// member's copy survives, a lone one's does not.
+		{"acks=all min ISR 2 under disk faults", with(func(c *history.Config) { c.Nemeses = []string{history.NemesisDiskFault} }), readLoss, "LogSegment.recover"},
+		{"acks=all min ISR 1 under disk faults", with(func(c *history.Config) { c.MinISR, c.Nemeses = 1, []string{history.NemesisDiskFault} }),
+			union(loss, readLoss), "min.insync.replicas=1"},
+		{"acks=1 under disk faults", with(func(c *history.Config) { c.Acks, c.Nemeses = "1", []string{history.NemesisDiskFault} }), union(loss, readLoss), "acks=1"},
+		// A skewed wall clock breaks no replication rule of Kafka's.
+		{"golden config under clock skew", with(func(c *history.Config) { c.Nemeses = []string{history.NemesisClockSkew} }), nil, ""},
+		{"acks=1 under clock skew", with(func(c *history.Config) { c.Acks, c.MinISR, c.Nemeses = "1", 1, []string{history.NemesisClockSkew} }), nil, ""},
 	}
 	for _, c := range cases {
 		got := allowedSet(c.cfg)

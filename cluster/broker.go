@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,6 +18,7 @@ import (
 	"gregor/cluster/faultnet"
 	"gregor/cluster/faultpoint"
 	"gregor/cluster/meta"
+	"gregor/cluster/nodefault"
 	"gregor/cluster/replica"
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
@@ -50,6 +52,8 @@ type Broker struct {
 	// with it the connections its markers and leaders' verifications use.
 	txns        *txn.Coordinator
 	markerConns *peerConns
+	// shares runs KIP-932's share roles (shares.go); they stop with b.stop.
+	shares      *shareRoles
 	verifyConns *peerConns
 
 	mu         sync.RWMutex
@@ -58,9 +62,19 @@ type Broker struct {
 	// partition, for the (leader, epoch) the metadata names.
 	fetchers map[tp]*fetcher
 
+	// isrEligible is the set of brokers the last applied image has
+	// registered and unfenced (replica.Config.IsrEligible reads it under a
+	// partition's lock, so it is an atomic, not under mu).
+	isrEligible atomic.Pointer[map[int32]bool]
+
 	stats       replica.Stats
 	cutPower    bool // set by powerCut before shutdown: partitions crash
 	metricsAddr string
+
+	// nodeFaultsFile: the node's disk and clock faults come from its
+	// control file, and its events go to the file beside it.
+	nodeFaultsFile bool
+	dirFailed      sync.Once
 
 	stop      chan struct{}
 	stopWatch context.CancelFunc
@@ -75,14 +89,24 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	cfg.FS = fsys.Or(cfg.FS)
+	watchNodeFaults := cfg.NodeFaults == nil
+	if watchNodeFaults {
+		cfg.NodeFaults = nodefault.New(cfg.FS, storage.IsSegmentFile)
+	}
+	cfg.FS = cfg.NodeFaults.Disk
 	cfg.Storage.FS = cfg.FS
 	if err := cfg.FS.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), partitions: map[tp]*replica.Partition{},
 		fetchers: map[tp]*fetcher{}, stop: make(chan struct{})}
-	b.rcfg = replica.Config{NodeID: cfg.NodeID, ReplicaLagMax: cfg.ReplicaLagMax, Bugs: cfg.Bugs, Logger: b.log, Stats: &b.stats}
+	b.rcfg = replica.Config{NodeID: cfg.NodeID, ReplicaLagMax: cfg.ReplicaLagMax, Bugs: cfg.Bugs, Logger: b.log, Stats: &b.stats,
+		Now: cfg.NodeFaults.Clock.Now, LogDirFailure: b.logDirFailed}
 	if len(cfg.Peers) > 0 {
+		b.rcfg.IsrEligible = func(id int32) bool {
+			m := b.isrEligible.Load()
+			return m != nil && (*m)[id]
+		}
 		b.rcfg.AlterISR = func(ctx context.Context, p meta.Partition, newISR []int32) {
 			// The request ends with the broker: nothing of a stopped
 			// broker keeps running (the simulation's kill relies on it).
@@ -112,6 +136,9 @@ func Start(cfg Config) (*Broker, error) {
 	host, portStr, err := net.SplitHostPort(cfg.Advertise)
 	if err != nil {
 		return nil, fmt.Errorf("advertised address %q: %w (give host:port)", cfg.Advertise, err)
+	}
+	if err := b.cfg.Security.prepare(host, cfg.DataDir); err != nil {
+		return nil, err
 	}
 	b.net = cfg.Net
 	if b.net == nil {
@@ -143,9 +170,16 @@ func Start(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
-	b.server = wire.NewServer(b, wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log})
+	wopts := wire.Options{MaxRequestBytes: cfg.MaxRequestBytes, Logger: b.log}
+	if err := b.wireOptions(&wopts); err != nil {
+		ln.Close()
+		b.closePartitions()
+		return nil, err
+	}
+	b.server = wire.NewServer(b, wopts)
 	b.groups = b.startGroups()
 	b.txns = b.startTxns()
+	b.shares = b.startShares()
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	b.stopWatch = stopWatch
 	if cfg.Net == nil {
@@ -158,6 +192,11 @@ func Start(cfg Config) (*Broker, error) {
 		}()
 		b.wg.Add(1)
 		go func() { defer b.wg.Done(); b.watchFaultPoints(watchCtx) }()
+	}
+	if watchNodeFaults {
+		b.nodeFaultsFile = true
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.watchNodeFaults(watchCtx) }()
 	}
 	b.wg.Add(2)
 	go func() {
@@ -309,7 +348,7 @@ func (b *Broker) housekeeping() {
 			}
 		case <-ret.C:
 			for _, p := range b.snapshotPartitions() {
-				if _, err := p.Log().EnforceRetention(time.Now()); err != nil {
+				if _, err := p.Log().EnforceRetention(b.Now()); err != nil {
 					b.log.Warn("retention", "topic", p.Topic, "partition", p.Index, "err", err)
 				}
 			}
@@ -345,6 +384,11 @@ func (b *Broker) apply(im *meta.Image) error {
 	// leadership from metadata (see quorum.registeredIn); demotions and
 	// follower roles apply at once.
 	mayLead := len(b.cfg.Peers) == 0 || (b.q != nil && b.q.registeredIn(im))
+	eligible := make(map[int32]bool, len(im.Brokers))
+	for id, br := range im.Brokers {
+		eligible[id] = !br.Fenced
+	}
+	b.isrEligible.Store(&eligible)
 	want := map[tp]bool{}
 	static := b.BrokerDefaults()
 	for _, t := range im.Topics {

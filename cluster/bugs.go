@@ -21,7 +21,14 @@ var bugSwitches = map[string]func(*Config){
 	"no-zombie-fencing":     func(c *Config) { c.Bugs.NoZombieFencing = true },
 	"marker-before-prepare": func(c *Config) { c.Txn.Bugs.MarkerBeforePrepare = true },
 	"txn-offsets-early":     func(c *Config) { c.Groups.Bugs.TxnOffsetsEarly = true },
+	// Share groups (KIP-932).
+	BugShareAckAfterLockExpiry: func(c *Config) { c.Share.Bugs.AckAfterLockExpiry = true },
 }
+
+// BugShareAckAfterLockExpiry is the share-partition leader's planted bug:
+// an acknowledgement is taken from the consumer whose acquisition lock
+// expired (share.Bugs.AckAfterLockExpiry).
+const BugShareAckAfterLockExpiry = "share-ack-after-lock-expiry"
 
 // BugElectOutsideISR is the controller's planted bug: elect a leader
 // outside the ISR although unclean election is off.
@@ -58,7 +65,7 @@ func ParseBugs(names []string) (replica.Bugs, error) {
 	}
 	var plain Config
 	plain.Bugs = c.Bugs
-	if c.ElectOutsideISR || c.Txn.Bugs != plain.Txn.Bugs || c.Groups.Bugs != plain.Groups.Bugs {
+	if c.ElectOutsideISR || c.Txn.Bugs != plain.Txn.Bugs || c.Groups.Bugs != plain.Groups.Bugs || c.Share.Bugs != plain.Share.Bugs {
 		return c.Bugs, fmt.Errorf("planted bugs %v are not all partition-replica bugs: plant them with PlantBugs", names)
 	}
 	return c.Bugs, nil

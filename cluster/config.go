@@ -15,7 +15,9 @@ import (
 	"gregor/cluster/faultnet"
 	"gregor/cluster/group"
 	"gregor/cluster/meta"
+	"gregor/cluster/nodefault"
 	"gregor/cluster/replica"
+	"gregor/cluster/share"
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
 	"gregor/internal/fsys"
@@ -84,6 +86,10 @@ type Config struct {
 	// Txn configures the transaction coordinator (__transaction_state
 	// partitions, timeout checks); zero values take txn.Config's defaults.
 	Txn txn.Config
+	// Share configures KIP-932's share groups (lock duration, delivery
+	// count limit, __share_group_state partitions); zero values take
+	// share.Config's defaults (Kafka's).
+	Share share.Config
 
 	// Net, when set, is the fault layer every connection of the broker goes
 	// through, and through it the network (faultnet.NewOn over the
@@ -99,8 +105,22 @@ type Config struct {
 	FS            fsys.FS
 	RaftSnapshots raft.SnapshotStore
 
+	// NodeFaults, when set, is the node's disk and clock (cluster/nodefault),
+	// armed by its owner (the simulation); <data>/nodefaults.json is not
+	// read. Nil: a healthy disk over FS and the host's clock, armed through
+	// that file (the process runtime's).
+	NodeFaults *nodefault.State
+	// Halt ends the broker at once when its log directory fails (Kafka's
+	// LogManager with every log dir offline: Exit.halt(1)). Nil: the
+	// process exits with LogDirFailureExitCode.
+	Halt func()
+
 	// MetricsListen serves GET /metrics (Prometheus text) when set.
 	MetricsListen string
+
+	// Security is the listener's protocol and the broker's own
+	// credentials (security.go). Zero: PLAINTEXT.
+	Security Security
 
 	MaxRequestBytes int
 	Logger          *slog.Logger
@@ -151,6 +171,7 @@ func (c *Config) Defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Security.defaults()
 }
 
 // DefaultTransactionVersion is a new Kafka 4 cluster's transaction.version.
@@ -177,6 +198,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("no data directory: give --data DIR")
 	}
 	if err := CheckTransactionVersion(c.TransactionVersion); err != nil {
+		return err
+	}
+	if err := c.Security.validate(); err != nil {
 		return err
 	}
 	if c.HeartbeatInterval >= c.SessionTimeout {

@@ -85,7 +85,7 @@ func (f *fetcher) run(ctx context.Context) {
 			addr, err := f.leaderAddr()
 			if err == nil {
 				dctx, cancel := context.WithTimeout(ctx, replicaRequestBound)
-				conn, err = kconn.Dial(dctx, addr, kconn.Options{Dial: f.b.net.Dial, ClientID: fmt.Sprintf("gregor-replica-%d", f.b.cfg.NodeID)})
+				conn, err = kconn.Dial(dctx, addr, f.b.peerOptions(kconn.Options{Dial: f.b.net.Dial, ClientID: fmt.Sprintf("gregor-replica-%d", f.b.cfg.NodeID)}))
 				cancel()
 			}
 			if err != nil {

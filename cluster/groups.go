@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,6 +30,9 @@ type groupCoordinator = group.Coordinator
 func (b *Broker) groupConfig() group.Config {
 	c := b.cfg.Groups
 	c.Logger, c.Node = b.log, b.cfg.NodeID
+	if c.Clock == nil {
+		c.Clock = b.coordClock()
+	}
 	return c
 }
 
@@ -89,7 +91,7 @@ func (l internalLog) LeaderEpoch() (int32, bool) {
 // Append writes the records as one uncompressed v2 batch with acks=all and
 // waits until the high watermark passes it.
 func (l internalLog) Append(ctx context.Context, epoch int32, recs []coordinator.Record) (int64, *kerr.Error) {
-	b := storage.Batch{Timestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	b := storage.Batch{Timestamp: l.b.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
 	return l.append(ctx, epoch, b, recs, replica.AppendOptions{Acks: -1, Origin: producer.Coordinator})
 }
 

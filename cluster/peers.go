@@ -55,7 +55,7 @@ func (pc *peerConns) request(ctx context.Context, node int32, req kmsg.Request) 
 	pc.mu.Unlock()
 	if c == nil {
 		var err error
-		if c, err = kconn.Dial(ctx, addr, kconn.Options{Dial: pc.b.net.Dial, ClientID: pc.client, DialTimeout: peerDialTimeout}); err != nil {
+		if c, err = kconn.Dial(ctx, addr, pc.b.peerOptions(kconn.Options{Dial: pc.b.net.Dial, ClientID: pc.client, DialTimeout: peerDialTimeout})); err != nil {
 			return nil, err
 		}
 		pc.mu.Lock()

@@ -115,9 +115,14 @@ func (b *Broker) startQuorum(host string, port int32) (*quorum, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft listener %s: %w", self.RaftAddr, err)
 	}
+	rln, rdial, err := b.raftSecurity(ln)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	ctrl, err := controller.New(controller.Config{
 		NodeID: cfg.NodeID, Voters: voters, DataDir: filepath.Join(cfg.DataDir, "controller"),
-		Listener: ln, Dial: b.net.Dial, FS: cfg.FS, Snapshots: cfg.RaftSnapshots,
+		Listener: rln, Dial: rdial, FS: cfg.FS, Snapshots: cfg.RaftSnapshots,
 		HeartbeatTimeout: cfg.RaftTimeout, ElectionTimeout: cfg.RaftTimeout,
 		SessionTimeout: cfg.SessionTimeout, ClusterID: cfg.ClusterID,
 		UncleanElectionDefault: cfg.Unclean, DefaultPartitions: cfg.DefaultPartitions,
@@ -129,8 +134,8 @@ func (b *Broker) startQuorum(host string, port int32) (*quorum, error) {
 		return nil, err
 	}
 	q := &quorum{b: b, ctrl: ctrl, image: meta.Empty()}
-	q.transport = &controller.KconnTransport{Addrs: addrs, Options: kconn.Options{
-		Dial: b.net.Dial, ClientID: fmt.Sprintf("%s%d", wire.ForwardClientPrefix, cfg.NodeID), DialTimeout: 2 * time.Second}}
+	q.transport = &controller.KconnTransport{Addrs: addrs, Options: b.peerOptions(kconn.Options{
+		Dial: b.net.Dial, ClientID: fmt.Sprintf("%s%d", wire.ForwardClientPrefix, cfg.NodeID), DialTimeout: 2 * time.Second})}
 	q.client = &controller.Client{Transport: q.transport, Active: ctrl.ActiveController, Nodes: nodes}
 	ch, cancel, err := ctrl.Subscribe()
 	if err != nil {
@@ -223,7 +228,7 @@ func (q *quorum) convert(im *controller.Image) *meta.Image {
 			Partitions: t.Partitions}
 	}
 	// Shared, not copied: a published controller image is never modified.
-	out.ClusterConfigs, out.BrokerConfigs = im.ClusterConfigs, im.BrokerConfigs
+	out.ClusterConfigs, out.BrokerConfigs, out.Scram, out.GroupConfigs = im.ClusterConfigs, im.BrokerConfigs, im.Scram, im.GroupConfigs
 	q.image, q.seen = out, im.Version
 	return out
 }

@@ -30,6 +30,9 @@ func (b *Broker) startTxns() *txn.Coordinator {
 	cfg := b.cfg.Txn
 	cfg.Version = b.cfg.TransactionVersion
 	cfg.Logger, cfg.Node = b.log, b.cfg.NodeID
+	if cfg.Clock == nil {
+		cfg.Clock = b.coordClock()
+	}
 	b.markerConns = newPeerConns(b, "txn-markers")
 	b.verifyConns = newPeerConns(b, "txn-verify")
 	c := txn.New(cfg, txnEnv{b})
@@ -256,7 +259,7 @@ func (l internalLog) AppendTxn(ctx context.Context, epoch int32, w group.TxnWrit
 		}
 		guard = cur
 	}
-	b := storage.Batch{Timestamp: time.Now().UnixMilli(), ProducerID: w.ProducerID, ProducerEpoch: w.ProducerEpoch,
+	b := storage.Batch{Timestamp: l.b.Now().UnixMilli(), ProducerID: w.ProducerID, ProducerEpoch: w.ProducerEpoch,
 		BaseSequence: 0, Attributes: storage.AttrTransactional}
 	return l.append(ctx, epoch, b, recs, replica.AppendOptions{Acks: -1, Origin: producer.Coordinator, Guard: guard})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gregor/cluster"
+	"gregor/internal/security"
 	"gregor/runtime"
 )
 
@@ -48,6 +49,12 @@ type ClusterConfig struct {
 	// BrokerArgs are extra flags for every broker, after the others (a
 	// later flag wins).
 	BrokerArgs []string
+	// Security, when not PLAINTEXT, is the brokers' listener protocol and
+	// their bootstrap user (the clients' too); CAKey is the key of its
+	// CAFile, the CA the command that boots the cluster made, with which
+	// each broker issues itself a certificate. Neither is in run.json.
+	Security security.Config `json:"-"`
+	CAKey    string          `json:"-"`
 }
 
 // DefaultCluster is a one-broker cluster with Kafka's defaults
@@ -132,6 +139,7 @@ func (c *ClusterConfig) Spec(name, binary string) runtime.ClusterSpec {
 		args = append(args, "--quorum", strings.Join(ids, ","))
 	}
 	args = append(args, "--default-rf", strconv.Itoa(min(3, c.Nodes)), "--metrics-listen", "{{.Host}}:9094")
+	args = append(args, c.securityArgs()...)
 	args = append(args, c.BrokerArgs...)
 	spec := runtime.ClusterSpec{Name: name, KafkaPort: 9092, RaftPort: 9093, Binary: binary,
 		Labels: map[string]string{}, Ready: runtime.KafkaReady(c.Nodes), ReadyTimeout: 30 * time.Second,
@@ -145,4 +153,23 @@ func (c *ClusterConfig) Spec(name, binary string) runtime.ClusterSpec {
 		spec.Nodes = append(spec.Nodes, runtime.NodeSpec{ID: int32(i), Args: a, ControllerOnly: i > c.Nodes})
 	}
 	return spec
+}
+
+// securityArgs make every broker's listener the cluster's protocol, with
+// the bootstrap user as inter-broker credential and a certificate each
+// broker issues itself from the cluster's CA. The password stays in its
+// file: it is never an argument.
+func (c *ClusterConfig) securityArgs() []string {
+	s := c.Security
+	if !s.Secured() {
+		return nil
+	}
+	args := []string{"--listen", s.Protocol + "://{{.KafkaAddr}}"}
+	if s.SASL() {
+		args = append(args, "--sasl-mechanism", s.Mechanism, "--sasl-user", s.User, "--sasl-password-file", s.PasswordFile)
+	}
+	if s.TLS() {
+		args = append(args, "--tls-ca", s.CAFile, "--tls-ca-key", c.CAKey)
+	}
+	return args
 }

@@ -135,7 +135,7 @@ func startSampler(ctx context.Context, w io.Writer, cfg SamplerConfig) (*Metadat
 		// One client per broker, asked through its seed connection: a
 		// client given every broker would route by its own metadata, and
 		// which broker answered must be the one we asked.
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.KafkaAddr), dialer.Opt(cfg.Timeout),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.KafkaAddr), dialer.Opt(cfg.Timeout), dialer.Auth(),
 			kgo.RequestTimeoutOverhead(cfg.Timeout), kgo.RequestRetries(0))
 		if err != nil {
 			s.closeClients()

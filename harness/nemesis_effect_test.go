@@ -247,6 +247,9 @@ func TestNemesisEffects(t *testing.T) {
 	}
 	t.Run("kill-leader", leaderMoves(nemesis.Kill))
 	t.Run("pause-leader", leaderMoves(nemesis.Pause))
+	// A controlled shutdown (SIGTERM) moves the broker's leaderships away
+	// before it exits (Kafka's BrokerLifecycleManager / ControlledShutdown).
+	t.Run("stop-leader", leaderMoves(nemesis.Stop))
 
 	t.Run("isolate-leader", func(t *testing.T) {
 		e.t = t

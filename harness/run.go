@@ -158,6 +158,9 @@ func (t *Test) admit(ctx context.Context) error {
 	if err := t.admitFaultPoints(); err != nil {
 		return badInput(err)
 	}
+	if err := t.admitNodeFaults(); err != nil {
+		return badInput(err)
+	}
 	if isAttached {
 		if err := attached.CheckFaults(t.Nemeses); err != nil {
 			return badInput(err)
@@ -291,7 +294,7 @@ func (r *run) boot(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return errCutShort
 		}
-		return fmt.Errorf("boot: %w", err)
+		return &BootError{Err: err}
 	}
 	r.c = c
 	for _, n := range c.Nodes() {

@@ -40,6 +40,9 @@ type ShrinkOptions struct {
 	// Log receives a line per replay (nil: none).
 	Log          io.Writer
 	CheckTimeout time.Duration
+	// Started, if set, names each replay's run directory (Test.Started):
+	// the sim's, whose clock is virtual.
+	Started func() time.Time
 }
 
 // ShrinkDefaults are gregor shrink's defaults.
@@ -152,7 +155,11 @@ func Shrink(ctx context.Context, dir history.RunDir, o ShrinkOptions) (*ShrinkRe
 			// Bounded: boot, the phases' own bounds, the check, teardown.
 			bound := cfg.WarmUp + cfg.TimeLimit + cfg.RecoveryTimeout + cfg.FinalReadTimeout + 4*time.Minute
 			rctx, cancel := context.WithTimeout(ctx, bound)
-			r, err := replay(rctx, Test{Config: cfg, Runtime: o.Runtime, Binary: o.Binary, CheckTimeout: o.CheckTimeout})
+			t := Test{Config: cfg, Runtime: o.Runtime, Binary: o.Binary, CheckTimeout: o.CheckTimeout}
+			if o.Started != nil {
+				t.Started = o.Started()
+			}
+			r, err := replay(rctx, t)
 			cancel()
 			if err == nil && r.Checked && showsAny(r.Result, anomalies) {
 				failing[fmt.Sprint(cand)] = kept{r.Dir, r.Faults}

@@ -30,6 +30,17 @@ func (e *StoreError) Error() string {
 
 func (e *StoreError) Unwrap() error { return e.Err }
 
+// BootError: the cluster did not come up (a runtime's Start failed, its
+// readiness timed out), so nothing was tested: not a finding about the
+// cluster's safety. gregor run exits 5 on it, and a matrix boots such a cell
+// again (matrix.bootAttempts) before calling it crashed: on a machine
+// loaded far past its cores a boot can outlast its readiness bound.
+type BootError struct{ Err error }
+
+func (e *BootError) Error() string { return "boot: " + e.Err.Error() }
+
+func (e *BootError) Unwrap() error { return e.Err }
+
 // storeErr wraps err, when not nil, as a StoreError on path.
 func storeErr(path string, err error) error {
 	if err == nil {

@@ -29,7 +29,7 @@ type TopicSpec struct {
 }
 
 func adminClient(bootstrap []string) (*kadm.Client, func(), error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), dialer.Opt(time.Second),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), dialer.Opt(time.Second), dialer.Auth(),
 		kgo.RequestTimeoutOverhead(2*time.Second), kgo.RetryTimeout(5*time.Second))
 	if err != nil {
 		return nil, nil, err
@@ -83,7 +83,7 @@ func CreateTopic(ctx context.Context, bootstrap []string, t TopicSpec) error {
 // fault. One broker's view is not enough; a broker's metadata image can
 // trail the controller's by a heartbeat.
 func WaitHealthy(ctx context.Context, bootstrap []string, t TopicSpec) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), dialer.Opt(time.Second),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), dialer.Opt(time.Second), dialer.Auth(),
 		kgo.RequestTimeoutOverhead(2*time.Second), kgo.RetryTimeout(3*time.Second))
 	if err != nil {
 		return err

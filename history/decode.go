@@ -25,6 +25,34 @@ type decoder struct {
 	intern map[string]string
 	// skipOnly turns off parsing a value in place (tests compare the two).
 	skipOnly bool
+	// slabs, when set, makes the decoder carve micro-ops and records out of
+	// shared arrays (one allocation for thousands of lines, not one or two
+	// a line). Only for readers that keep every line they decode (the
+	// batched reader): an op kept alone would hold its whole slab.
+	slabs   bool
+	mops    []Mop // scratch for a line's micro-ops
+	mopSlab []Mop
+	krSlab  []KeyRecords
+	recSlab []Record
+}
+
+// slabLen is how many elements a slab holds: large enough that a history
+// of a million lines makes a few hundred allocations, small enough that the
+// unused tail of the last one does not matter.
+const slabLen = 4096
+
+// takeSlab returns n elements of *slab as a slice of capacity n (an append
+// by its user copies), refilling the slab when it has fewer left.
+func takeSlab[T any](slab *[]T, n int) []T {
+	if n == 0 {
+		return []T{} // empty, not nil, as make gives
+	}
+	if len(*slab) < n {
+		*slab = make([]T, max(n, slabLen))
+	}
+	s := (*slab)[:n:n]
+	*slab = (*slab)[n:]
+	return s
 }
 
 const maxInterned = 1 << 16
@@ -240,6 +268,9 @@ func (d *decoder) parseValueHere(op *Op, shape valueShape) error {
 		if err := d.expect('['); err != nil {
 			return err
 		}
+		if d.slabs {
+			return d.mopsIntoSlab(op)
+		}
 		op.Mops = make([]Mop, 0, 1)
 		for first := true; ; first = false {
 			if d.peek() == ']' {
@@ -312,6 +343,32 @@ func (d *decoder) parseValueHere(op *Op, shape valueShape) error {
 		return err
 	}
 	return nil
+}
+
+// mopsIntoSlab is the micro-op list's loop (after its '[') gathering them
+// in scratch, then copying them into the slab: the same result and errors
+// as the loop in parseValueHere, without an allocation a line.
+func (d *decoder) mopsIntoSlab(op *Op) error {
+	mops := d.mops[:0]
+	defer func() { clear(mops); d.mops = mops[:0] }()
+	for first := true; ; first = false {
+		if d.peek() == ']' {
+			d.i++
+			op.Mops = takeSlab(&d.mopSlab, len(mops))
+			copy(op.Mops, mops)
+			return nil
+		}
+		if !first {
+			if err := d.expect(','); err != nil {
+				return err
+			}
+		}
+		m, err := d.mop()
+		if err != nil {
+			return fmt.Errorf("micro-op %d: %w", len(mops), err)
+		}
+		mops = append(mops, m)
+	}
 }
 
 // mop parses ["send", key, value], ["send", key, [offset, value]], ["poll"]
@@ -440,8 +497,13 @@ func (d *decoder) keyRecords() ([]KeyRecords, error) {
 		}
 		spans = append(spans, recSpan{k, start, len(recs)})
 	}
-	krs := make([]KeyRecords, len(spans))
-	backing := make([]Record, len(recs))
+	var krs []KeyRecords
+	var backing []Record
+	if d.slabs {
+		krs, backing = takeSlab(&d.krSlab, len(spans)), takeSlab(&d.recSlab, len(recs))
+	} else {
+		krs, backing = make([]KeyRecords, len(spans)), make([]Record, len(recs))
+	}
 	copy(backing, recs)
 	for i, sp := range spans {
 		krs[i] = KeyRecords{Key: sp.key, Records: backing[sp.start:sp.end:sp.end]}

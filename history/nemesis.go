@@ -85,7 +85,7 @@ const (
 
 // FaultClass is what a nemesis kind can do, in the terms of the checker's
 // theory of expected verdicts (checker/theory.go).
-type FaultClass uint8
+type FaultClass uint16
 
 const (
 	// TakesLeaderAway: the fault can take a partition's leader away (kill,
@@ -116,6 +116,17 @@ const (
 	// the client retried: only a producer's idempotence (or a duplicate
 	// being allowed) keeps the log clean.
 	LinkFault
+	// StorageFault: the fault damages what a broker stored (a bit flipped
+	// in a batch at rest): the replica refuses the batch and, when it
+	// recovers, cuts its log there, losing the batch and what follows, as
+	// a power cut loses an unsynced tail.
+	StorageFault
+	// ClockFault: the fault moves a node's wall clock (clock-skew). It
+	// takes no leader away, delays no request and damages nothing stored:
+	// the theory allows nothing for it (checker/theory.go says what it may
+	// still do: shrink the ISR, abort transactions early, shift
+	// LogAppendTime).
+	ClockFault
 )
 
 // NemesisKinds lists every kind with its classes, in the order --help
@@ -148,6 +159,10 @@ var NemesisKinds = []struct {
 	// A crash at a point is a kill (a power cut on lazyfs), a pause or a
 	// held response a freeze, a cut a partition: node faults of their class.
 	{NemesisFaultPoints, TakesLeaderAway | PowerCut | DelaysRequests},
+	// A failed log directory halts the broker (a kill; on lazyfs a power
+	// cut); a flipped bit is cut from the replica with what follows it.
+	{NemesisDiskFault, TakesLeaderAway | PowerCut | StorageFault},
+	{NemesisClockSkew, ClockFault},
 }
 
 // NemesisClasses are kind's classes; an unknown kind has none.

@@ -51,6 +51,7 @@ type NemesisValue struct {
 	Led      []LedPartition `json:"led,omitempty"`
 	LedError string         `json:"led_error,omitempty"`
 	FaultPointValue
+	NodeFaultValue
 }
 
 // LedPartition is one topic partition a node hit by a fault led when the

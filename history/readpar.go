@@ -165,7 +165,7 @@ func readBatched(rd io.Reader, sizeHint, workers, maxLines int) (ops []Op, lines
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var d decoder
+			d := decoder{slabs: true} // the result keeps every line
 			for b := range work {
 				b.decode(&d, allOps, allLines)
 				b.done <- struct{}{}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,6 +46,9 @@ type Runner struct {
 	// ExtraArgs go to every `gregor run` (e.g. --runtime process).
 	ExtraArgs []string
 	Progress  io.Writer
+	// LaneParallel overrides Parallel for one runtime's cells (gregor
+	// matrix --lane sim=2): each runtime's cells are a lane of their own.
+	LaneParallel map[string]int
 	// Resume reuses the cells an earlier, interrupted run of the same
 	// matrix into Out finished (cellRecord, same arguments) and runs the
 	// rest afresh.
@@ -102,79 +106,25 @@ func cellTimeout(c Cell) time.Duration {
 	return 3*max(c.Duration, 30*time.Second) + 5*time.Minute
 }
 
-// Run runs every cell and returns their outcomes in cell order.
+// Run runs every cell and returns their outcomes in cell order. Cells run
+// in lanes, one per runtime (runtimeOf), each with its own workers
+// (LaneParallel, else Parallel): a matrix on two runtimes keeps both busy.
 func (r *Runner) Run(ctx context.Context, cells []Cell) []reports.Cell {
 	out := make([]reports.Cell, len(cells))
-	var (
-		mu      sync.Mutex
-		done    int
-		current = map[string]bool{}
-	)
-	start := time.Now()
-	var total time.Duration
-	for _, c := range cells {
-		total += max(c.Duration, time.Second)
+	p := &progress{w: r.Progress, total: len(cells), start: time.Now(), current: map[string]bool{}}
+	lanes := map[string][]int{}
+	var order []string
+	for i, c := range cells {
+		rt := r.runtimeOf(c)
+		if _, ok := lanes[rt]; !ok {
+			order = append(order, rt)
+		}
+		lanes[rt] = append(lanes[rt], i)
 	}
-	progress := func() {
-		if r.Progress == nil {
-			return
-		}
-		var cur []string
-		for id := range current {
-			cur = append(cur, id)
-		}
-		elapsed := time.Since(start)
-		est := "?"
-		if done > 0 {
-			est = (elapsed / time.Duration(done) * time.Duration(len(cells)-done)).Round(time.Second).String()
-		}
-		fmt.Fprintf(r.Progress, "\r[%d/%d] elapsed %s, remaining ~%s  %s\033[K", done, len(cells), elapsed.Round(time.Second), est, strings.Join(cur, " "))
-	}
-	work := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < max(1, r.Parallel); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				mu.Lock()
-				current[cells[i].ID] = true
-				progress()
-				mu.Unlock()
-				res := r.runCell(ctx, cells[i])
-				if ctx.Err() == nil {
-					if err := r.record(cells[i], res); err != nil && r.Progress != nil {
-						fmt.Fprintf(r.Progress, "\ncell %s: %v (a --resume will run it again)\n", cells[i].ID, err)
-					}
-				}
-				mu.Lock()
-				out[i] = res
-				delete(current, cells[i].ID)
-				done++
-				progress()
-				mu.Unlock()
-			}
-		}()
+	for _, rt := range order {
+		wg.Go(func() { r.runLane(ctx, cells, lanes[rt], r.laneParallel(rt), out, p) })
 	}
-	for i := range cells {
-		if r.Resume {
-			if done, ok := r.finished(cells[i]); ok {
-				// Same arguments, same run; the row it shows in is this
-				// plan's (a label may have changed since).
-				done.Config, done.Nemesis = cells[i].Label, cells[i].Nemesis.Name
-				out[i] = done
-				continue
-			}
-			// Whatever an interrupted attempt left is not this cell's run.
-			os.RemoveAll(r.cellDir(cells[i]))
-		}
-		if ctx.Err() != nil {
-			out[i] = reports.Cell{Config: cells[i].Label, Nemesis: cells[i].Nemesis.Name, Seed: cells[i].Seed, Valid: "crashed", Log: "matrix interrupted before this cell ran"}
-			continue
-		}
-		work <- i
-	}
-	close(work)
 	wg.Wait()
 	if r.Progress != nil {
 		fmt.Fprintln(r.Progress)
@@ -182,22 +132,141 @@ func (r *Runner) Run(ctx context.Context, cells []Cell) []reports.Cell {
 	return out
 }
 
-func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
-	cell := reports.Cell{Config: c.Label, Nemesis: c.Nemesis.Name, Seed: c.Seed}
-	dir := r.cellDir(c)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		cell.Valid, cell.Log = "crashed", err.Error()
-		return cell
+// laneParallel is how many of runtime rt's cells run at once.
+func (r *Runner) laneParallel(rt string) int {
+	if n, ok := r.LaneParallel[rt]; ok {
+		return max(1, n)
 	}
-	logPath := filepath.Join(dir, "run.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		cell.Valid, cell.Log = "crashed", err.Error()
-		return cell
-	}
-	defer logf.Close()
+	return max(1, r.Parallel)
+}
+
+// runtimeOf is the runtime cell c's `gregor run` is on: its last
+// --runtime (ExtraArgs come after the cell's own), "" for gregor run's
+// default.
+func (r *Runner) runtimeOf(c Cell) string {
 	args := r.cellArgs(c)
-	fmt.Fprintf(logf, "gregor %s\n", strings.Join(args, " "))
+	rt := ""
+	for i, a := range args {
+		if a == "--runtime" && i+1 < len(args) {
+			rt = args[i+1]
+		} else if v, ok := strings.CutPrefix(a, "--runtime="); ok {
+			rt = v
+		}
+	}
+	return rt
+}
+
+// runLane runs the cells at idx, n at a time, into out.
+func (r *Runner) runLane(ctx context.Context, cells []Cell, idx []int, n int, out []reports.Cell, p *progress) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for i := range work {
+				p.begin(cells[i].ID)
+				res := r.runCell(ctx, cells[i])
+				if ctx.Err() == nil {
+					if err := r.record(cells[i], res); err != nil && r.Progress != nil {
+						fmt.Fprintf(r.Progress, "\ncell %s: %v (a --resume will run it again)\n", cells[i].ID, err)
+					}
+				}
+				out[i] = res
+				p.end(cells[i].ID)
+			}
+		})
+	}
+	for _, i := range idx {
+		if r.Resume {
+			if done, ok := r.finished(cells[i]); ok {
+				// Same arguments, same run; the row it shows in is this
+				// plan's (a label may have changed since).
+				done.Config, done.Nemesis, done.Runtime = cells[i].Label, cells[i].Nemesis.Name, cells[i].Runtime
+				out[i] = done
+				p.end("")
+				continue
+			}
+			// Whatever an interrupted attempt left is not this cell's run.
+			os.RemoveAll(r.cellDir(cells[i]))
+		}
+		if ctx.Err() != nil {
+			out[i] = reports.Cell{Config: cells[i].Label, Nemesis: cells[i].Nemesis.Name, Seed: cells[i].Seed, Runtime: cells[i].Runtime, Valid: "crashed", Log: "matrix interrupted before this cell ran"}
+			continue
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
+
+// progress is the matrix's one progress line, shared by its lanes.
+type progress struct {
+	w       io.Writer
+	mu      sync.Mutex
+	total   int
+	done    int
+	start   time.Time
+	current map[string]bool
+}
+
+func (p *progress) begin(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.current[id] = true
+	p.print()
+}
+
+// end counts a cell done ("" for one resumed without running).
+func (p *progress) end(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.current, id)
+	p.done++
+	p.print()
+}
+
+func (p *progress) print() {
+	if p.w == nil {
+		return
+	}
+	var cur []string
+	for id := range p.current {
+		cur = append(cur, id)
+	}
+	sort.Strings(cur)
+	elapsed := time.Since(p.start)
+	est := "?"
+	if p.done > 0 {
+		est = (elapsed / time.Duration(p.done) * time.Duration(p.total-p.done)).Round(time.Second).String()
+	}
+	fmt.Fprintf(p.w, "\r[%d/%d] elapsed %s, remaining ~%s  %s\033[K", p.done, p.total, elapsed.Round(time.Second), est, strings.Join(cur, " "))
+}
+
+// bootAttempts bounds how often a cell is started whose cluster did not boot
+// (gregor run's exit 5: nothing was tested). A boot outlasting its readiness
+// bound on a machine loaded far past its cores is not a finding; one that
+// fails this often is reported, as crashed.
+const bootAttempts = 3
+
+// exitBootFailed is gregor run's exit status when its cluster did not boot.
+const exitBootFailed = 5
+
+// runBooted runs cell c's gregor run, again while its cluster did not boot
+// (up to bootAttempts), and returns the last attempt's exit status.
+func (r *Runner) runBooted(ctx context.Context, c Cell, logf *os.File) (int, error) {
+	args := r.cellArgs(c)
+	for attempt := 1; ; attempt++ {
+		fmt.Fprintf(logf, "gregor %s\n", strings.Join(args, " "))
+		code, err := r.runOnce(ctx, c, args, logf)
+		if code != exitBootFailed || attempt == bootAttempts || ctx.Err() != nil {
+			return code, err
+		}
+		fmt.Fprintf(logf, "matrix: the cluster did not boot (attempt %d of %d): starting the cell again\n", attempt, bootAttempts)
+	}
+}
+
+// runOnce runs gregor run once with args, bounded by the cell's timeout,
+// and returns its exit status (-1 if it could not be run).
+func (r *Runner) runOnce(ctx context.Context, c Cell, args []string, logf *os.File) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, cellTimeout(c))
 	defer cancel()
 	cmd := exec.CommandContext(cctx, r.Binary, args...)
@@ -210,14 +279,31 @@ func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 	// --resume never finds an orphan still writing into a cell.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.WaitDelay = time.Minute
-	runErr := cmd.Run()
-	code := 0
+	runErr := runAt(cmd, r.niceness(c))
 	var ee *exec.ExitError
 	if errors.As(runErr, &ee) {
-		code = ee.ExitCode()
+		return ee.ExitCode(), runErr
 	} else if runErr != nil {
-		code = -1
+		return -1, runErr
 	}
+	return 0, nil
+}
+
+func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
+	cell := reports.Cell{Config: c.Label, Nemesis: c.Nemesis.Name, Seed: c.Seed, Runtime: c.Runtime}
+	dir := r.cellDir(c)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		cell.Valid, cell.Log = "crashed", err.Error()
+		return cell
+	}
+	logPath := filepath.Join(dir, "run.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		cell.Valid, cell.Log = "crashed", err.Error()
+		return cell
+	}
+	defer logf.Close()
+	code, runErr := r.runBooted(ctx, c, logf)
 	runDir, err := history.LatestRun(filepath.Join(dir, "run"))
 	if err != nil || (code != 0 && code != 1 && code != 3) {
 		cell.Valid = "crashed"
@@ -241,6 +327,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 	}
 	rel, _ := filepath.Rel(r.Out, report)
 	out := reports.CellFrom(c.Label, c.Nemesis.Name, c.Seed, res, filepath.ToSlash(rel))
+	out.Runtime = c.Runtime
 	// The run's own acks, not the label's: at acks=0 nothing is
 	// acknowledged and the index shows what was never seen instead.
 	if cfg, err := history.ReadConfig(runDir.Config()); err == nil {

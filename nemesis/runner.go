@@ -64,6 +64,8 @@ type Runner struct {
 	// shrink, an election); default 12s.
 	PhaseWait time.Duration
 
+	nodeCtl nodeControls
+
 	active atomic.Int32
 	done   atomic.Int32
 	failed atomic.Int32
@@ -123,6 +125,12 @@ func stepValue(i int, st Step, t Target, a Action) history.NemesisValue {
 	if st.Kind == FaultPoints {
 		v.FaultPointValue = st.Point.value()
 	}
+	switch st.Kind {
+	case DiskFault:
+		v.DiskFault = DrawDiskFault(st.Pick)
+	case ClockSkew:
+		v.Skew = DrawSkew(st.Pick).String()
+	}
 	return v
 }
 
@@ -151,6 +159,10 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 	}
 	if st.Kind == FaultPoints {
 		r.faultPoints(ctx, i, st, v)
+		return
+	}
+	if IsNodeFaultKind(st.Kind) {
+		r.nodeFault(ctx, i, st, v)
 		return
 	}
 	if st.Kind == ClientCrash {

@@ -96,7 +96,7 @@ func (k *KafkaTopology) askCoordinator(ctx context.Context, key string, typ int8
 
 // NewKafkaTopology dials nothing yet; Close releases the client.
 func NewKafkaTopology(bootstrap []string, topic string, partitions int, brokers []int32) (*KafkaTopology, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), dialer.Opt(time.Second),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), dialer.Opt(time.Second), dialer.Auth(),
 		kgo.RequestTimeoutOverhead(2*time.Second), kgo.RetryTimeout(3*time.Second))
 	if err != nil {
 		return nil, err

@@ -119,7 +119,7 @@ func KafkaReady(brokers int) func(ctx context.Context, c Cluster) error {
 }
 
 func metadataReady(ctx context.Context, addr string, brokers int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(time.Second), dialer.Opt(time.Second))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(time.Second), dialer.Opt(time.Second), dialer.Auth())
 	if err != nil {
 		return err
 	}

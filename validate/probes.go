@@ -17,6 +17,7 @@ import (
 	"gregor/matrix"
 	"gregor/workloads/eos"
 	"gregor/workloads/group"
+	"gregor/workloads/share"
 	"gregor/workloads/txn"
 )
 
@@ -71,6 +72,18 @@ func SafeTxn(timeLimit time.Duration) matrix.Settings {
 	return s
 }
 
+// SafeShare is the safe configuration running the share workload
+// (KIP-932) with one share consumer, at least 60 s: its stalls past the
+// 15 s lock leave the lapsed records to no one else, so a late
+// acknowledgement meets them still available.
+func SafeShare(timeLimit time.Duration) matrix.Settings {
+	s := Safe(timeLimit)
+	s.Workload = share.Name
+	s.TimeLimit = max(timeLimit, 60*time.Second).String()
+	s.Args = []string{"--consumers", "1"}
+	return s
+}
+
 var (
 	isolateLeader = matrix.Nemesis{Name: "isolate-leader", Kinds: []string{"partition"}, Shapes: []string{"isolate-leader"},
 		Target: "leader", Interval: "3s", Duration: "5s"}
@@ -117,6 +130,8 @@ func Probes(timeLimit time.Duration) []Probe {
 			Why: "markers go out before PrepareCommit is durable; a coordinator killed in that window leaves a successor that knows the transaction only as Ongoing and aborts it, while some partitions already hold its COMMIT: torn-transaction or aborted-read. The window is one replication round trip, so random kills hit it rarely: this probe measures how rarely"},
 		{Bug: "txn-offsets-early", Config: SafeEOS(timeLimit), Nemesis: pipelineCrash,
 			Why: "the eos pipeline commits its group's offsets in each transaction; a pipeline torn down mid-transaction leaves it to be aborted, and the bug has already applied its offsets: the partition's next owner starts past input whose output was aborted (eos-missing). Leader kills rarely abort a pipeline transaction (franz-go retries the produce)"},
+		{Bug: "share-ack-after-lock-expiry", Config: SafeShare(timeLimit), Nemesis: killLeader,
+			Why: "the share consumer stalls past its acquisition lock before acknowledging; a correct share-partition leader refuses the late acknowledgement (INVALID_RECORD_STATE), the bug takes it while the lapsed record waits for its next delivery: the ack was sent after the poll plus the lock (share-late-ack). Leader kills add failovers, which end locks without a late ack being taken"},
 		{Bug: "elect-outside-isr", Config: minISR1, Nemesis: strandLeader,
 			Why: "min ISR 1 (the bug needs writes only the ISR holds): the stranded leader acknowledges alone, is killed, and the controller elects a follower outside the ISR although unclean election is off: lost-write / inconsistent-offsets. A correct controller keeps the partition offline"},
 	}

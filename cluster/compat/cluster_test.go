@@ -27,9 +27,15 @@ type testCluster struct {
 	bootstrap string
 }
 
-func startCluster(t *testing.T) *testCluster {
+func startCluster(t *testing.T) *testCluster { return startClusterWith(t, "", nil) }
+
+// startClusterWith starts the cluster on block (a 127.a.b prefix; "" picks
+// one), each broker's config changed by mod.
+func startClusterWith(t *testing.T, block string, mod func(*cluster.Config)) *testCluster {
 	t.Helper()
-	block := fmt.Sprintf("127.%d.%d", 1+rand.IntN(254), rand.IntN(255))
+	if block == "" {
+		block = fmt.Sprintf("127.%d.%d", 1+rand.IntN(254), rand.IntN(255))
+	}
 	var peers []cluster.Peer
 	for i := 1; i <= 3; i++ {
 		host := block + "." + strconv.Itoa(i)
@@ -38,10 +44,14 @@ func startCluster(t *testing.T) *testCluster {
 	tc := &testCluster{t: t}
 	var addrs []string
 	for _, p := range peers {
-		b, err := cluster.Start(cluster.Config{NodeID: p.ID, Listen: p.KafkaAddr, DataDir: t.TempDir(),
+		cfg := cluster.Config{NodeID: p.ID, Listen: p.KafkaAddr, DataDir: t.TempDir(),
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Peers: peers,
 			RaftTimeout: 500 * time.Millisecond, SessionTimeout: 1500 * time.Millisecond,
-			HeartbeatInterval: 250 * time.Millisecond, ReplicaLagMax: 2 * time.Second, ShutdownTimeout: 5 * time.Second})
+			HeartbeatInterval: 250 * time.Millisecond, ReplicaLagMax: 2 * time.Second, ShutdownTimeout: 5 * time.Second}
+		if mod != nil {
+			mod(&cfg)
+		}
+		b, err := cluster.Start(cfg)
 		if err != nil {
 			t.Fatalf("start broker %d: %v", p.ID, err)
 		}

@@ -235,6 +235,21 @@ func ErrorResponse(req kmsg.Request, nc int16, msg string) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 		resp.ErrorCode, resp.ErrorMessage = nc, m
 		return resp
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+		var users []string
+		for _, d := range r.Deletions {
+			users = append(users, d.Name)
+		}
+		for _, u := range r.Upsertions {
+			users = append(users, u.Name)
+		}
+		for _, u := range users {
+			out := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			out.User, out.ErrorCode, out.ErrorMessage = u, nc, m
+			resp.Results = append(resp.Results, out)
+		}
+		return resp
 	}
 	return nil
 }

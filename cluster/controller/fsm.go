@@ -123,6 +123,8 @@ func applyRecord(img *Image, rec record, index uint64) applyResult {
 		return applyCreatePartitions(img, *rec.CreatePartitions)
 	case rec.Elect != nil:
 		return applyElect(img, *rec.Elect, rec.Policy)
+	case rec.Scram != nil:
+		return applyScram(img, *rec.Scram)
 	case rec.Reassign != nil:
 		return applyReassign(img, *rec.Reassign)
 	}

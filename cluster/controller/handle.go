@@ -51,6 +51,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.handleElectLeaders(r), nil
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		return c.handleAlterPartitionReassignments(r), nil
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return c.handleAlterUserScram(r), nil
 	}
 	return nil, fmt.Errorf("controller: API key %d is not a controller API", req.Key())
 }
@@ -58,7 +60,7 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 // Handles reports whether Handle serves API key key.
 func Handles(key int16) bool {
 	switch key {
-	case 19, 20, 56, 62, 63, 33, 37, 43, 44, 45:
+	case 19, 20, 56, 62, 63, 33, 37, 43, 44, 45, 51:
 		return true
 	}
 	return false

@@ -27,6 +27,8 @@ type record struct {
 	CreatePartitions *createPartsRec `json:"create_parts,omitempty"`
 	Elect            *electRec       `json:"elect,omitempty"`
 	Reassign         *reassignRec    `json:"reassign,omitempty"`
+	// Scram changes SCRAM credentials (scram.go).
+	Scram *scramRec `json:"scram,omitempty"`
 }
 
 type registerRec struct {

@@ -27,8 +27,10 @@ import (
 type Rules struct {
 	// Drop lists peer IPs whose traffic is dropped both ways.
 	Drop []string `json:"drop,omitempty"`
-	// DelayMs (+- JitterMs) is added before each write; LossPct of writes
-	// are delayed further by a retransmission timeout, as lost segments are.
+	// DelayMs (+- JitterMs) delays each write on its way to the wire; LossPct
+	// of writes are delayed further by a retransmission timeout, as lost
+	// segments are. Delays overlap (a latency, not a bandwidth cap) and
+	// order is kept (delayline.go).
 	DelayMs  int     `json:"delay_ms,omitempty"`
 	JitterMs int     `json:"jitter_ms,omitempty"`
 	LossPct  float64 `json:"loss_pct,omitempty"`
@@ -52,6 +54,9 @@ type Layer struct {
 	changed chan struct{} // closed and replaced on every change
 	self    string        // local IP to dial from, so peers can tell who calls
 	nw      Network
+	// frozen is non-nil while the node is paused (Freeze): every call of
+	// the node's on its network waits for it to be closed (Thaw).
+	frozen chan struct{}
 }
 
 // New returns a layer with no faults over the host's sockets. self is this
@@ -95,6 +100,55 @@ func (l *Layer) Rules() Rules {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.rules
+}
+
+// Freeze pauses the node's side of its network, as SIGSTOP pauses a
+// process whose sockets the kernel keeps (the simulation's pause; the
+// process runtime sends the signal instead): from now until Thaw, no call
+// the node makes through the layer starts or returns. Its reads, writes,
+// dials, accepts and closes wait, so nothing it does reaches a peer, and a
+// call already waiting (a read parked on an idle connection, a deadline
+// that fires) returns only after Thaw, as a stopped process sees its
+// syscalls complete when it is continued. Peers see what they see of a
+// stopped process: their dials complete into the listener's backlog and
+// their writes fill the connection's buffer, but nothing answers. Kill
+// closes the node's sockets at the network (faultnet.Mem.CloseHost) and
+// then thaws, so that a killed paused node's calls fail and its goroutines
+// end.
+func (l *Layer) Freeze() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.frozen == nil {
+		l.frozen = make(chan struct{})
+	}
+}
+
+// Thaw resumes a frozen node (SIGCONT): every call waiting goes on at once.
+func (l *Layer) Thaw() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.frozen != nil {
+		close(l.frozen)
+		l.frozen = nil
+	}
+}
+
+// Frozen says whether the node is paused.
+func (l *Layer) Frozen() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.frozen != nil
+}
+
+// hold waits while the node is frozen. It is bounded by the pause: the
+// sim's Resume, Kill and Close all thaw.
+func (l *Layer) hold() {
+	l.mu.Lock()
+	ch := l.frozen
+	l.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 func (l *Layer) blocked(ip string) (bool, <-chan struct{}) {
@@ -167,6 +221,8 @@ func (l *Layer) Dial(ctx context.Context, network, addr string) (net.Conn, error
 	if err != nil {
 		return nil, err
 	}
+	l.hold()
+	defer l.hold() // a connect completed during a pause is seen on resume
 	if blocked, changed := l.blocked(host); blocked {
 		t := time.NewTimer(dialStallMax)
 		defer t.Stop()
@@ -181,6 +237,7 @@ func (l *Layer) Dial(ctx context.Context, network, addr string) (net.Conn, error
 				return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("i/o timeout (faultnet: peer unreachable)")}
 			}
 		}
+		l.hold()
 	}
 	c, err := l.nw.Dial(ctx, l.self, addr)
 	if err != nil {
@@ -204,7 +261,10 @@ type listener struct {
 
 func (ln *listener) Accept() (net.Conn, error) {
 	for {
+		ln.l.hold()
 		c, err := ln.Listener.Accept()
+		// A paused node accepts nothing: a dial waits in the backlog.
+		ln.l.hold()
 		if err != nil {
 			return nil, err
 		}
@@ -218,7 +278,8 @@ func (ln *listener) Accept() (net.Conn, error) {
 }
 
 // conn stalls reads and writes while its peer is blocked, honouring
-// deadlines, and delays writes by the configured delay.
+// deadlines, and delays writes by the configured delay through a delay line
+// (delayline.go): each write due at its own time, not one after another.
 type conn struct {
 	net.Conn
 	l    *Layer
@@ -234,11 +295,17 @@ type conn struct {
 	// reader and writer, as closing a real socket does.
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	// line holds the writes the layer delays (delayline.go).
+	line delayLine
 }
 
+// Close ends any stall at once; bytes still in the delay line go out when due
+// before the connection closes, as a closed socket's buffer does.
 func (c *conn) Close() error {
+	c.l.hold() // a paused process cannot close its sockets
 	c.closeOnce.Do(func() { close(c.closed) })
-	return c.Conn.Close()
+	return c.closeLine()
 }
 
 var errTimeout = &timeoutError{}
@@ -293,29 +360,57 @@ func (c *conn) stall(read bool) error {
 	}
 }
 
+// ready waits until the call may go on: the node not paused (which is
+// checked after the partition stall too, since a heal during a pause ends
+// the stall while the node is still frozen) and its peer not cut off.
+func (c *conn) ready(read bool) error {
+	c.l.hold()
+	if err := c.stall(read); err != nil {
+		return err
+	}
+	c.l.hold()
+	return nil
+}
+
 func (c *conn) Read(b []byte) (int, error) {
-	if err := c.stall(true); err != nil {
+	select {
+	case <-c.closed:
+		return 0, net.ErrClosed
+	default:
+	}
+	if err := c.ready(true); err != nil {
 		return 0, err
 	}
 	n, err := c.Conn.Read(b)
 	if err == nil {
-		// Data that arrived while a partition began is dropped with it.
-		if err := c.stall(true); err != nil {
+		// Data that arrived while a partition began is dropped with it;
+		// what arrived during a pause is read on resume.
+		if err := c.ready(true); err != nil {
 			return 0, err
 		}
 	}
+	c.l.hold() // an error (a deadline) that fell due in a pause too
 	return n, err
 }
 
 func (c *conn) Write(b []byte) (int, error) {
-	if err := c.stall(false); err != nil {
+	if err := c.ready(false); err != nil {
 		return 0, err
 	}
-	r := c.l.Rules()
-	if d := writeDelay(r); d > 0 {
-		time.Sleep(d)
+	select {
+	case <-c.closed:
+		return 0, net.ErrClosed
+	default:
 	}
-	return c.Conn.Write(b)
+	// A delayed write goes into the delay line, the kernel's send buffer:
+	// what is in it goes out on time even while the node is paused, as a
+	// stopped process's socket buffer drains.
+	if d := writeDelay(c.l.Rules()); d > 0 || c.line.busy() {
+		return c.delayedWrite(b, d)
+	}
+	n, err := c.Conn.Write(b)
+	c.l.hold()
+	return n, err
 }
 
 func writeDelay(r Rules) time.Duration {

@@ -124,3 +124,94 @@ func TestMemCloseHost(t *testing.T) {
 		}
 	})
 }
+
+// TestFreezeIsAStoppedProcess: a frozen layer (the sim's pause) is seen by
+// its peers as a SIGSTOPped process whose sockets the kernel keeps: a
+// client's write is buffered, its read gets no answer until its deadline,
+// a new dial completes into the backlog but is not served; the frozen node
+// itself neither dials nor sees its own deadline fire; on Thaw everything
+// that fell due happens at once: the held echo is answered at the instant
+// of the thaw and the node's read returns its timeout then.
+func TestFreezeIsAStoppedProcess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMem()
+		server, client := NewOn("127.0.0.1", m), NewOn("127.0.0.2", m)
+		memEcho(t, server, "127.0.0.1:9092")
+		c, err := client.Dial(context.Background(), "tcp", "127.0.0.1:9092")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := roundTrip(c, 5*time.Second); err != nil {
+			t.Fatalf("healthy round trip: %v", err)
+		}
+		// The frozen node's own read, with a deadline that falls due
+		// during the pause, and its own dial.
+		memEcho(t, client, "127.0.0.2:9092")
+		sc, err := server.Dial(context.Background(), "tcp", "127.0.0.2:9092")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Close()
+		server.Freeze()
+		readDone := make(chan error, 1)
+		sc.SetReadDeadline(time.Now().Add(time.Second))
+		go func() { _, err := sc.Read(make([]byte, 1)); readDone <- err }()
+		dialDone := make(chan error, 1)
+		go func() {
+			d, err := server.Dial(context.Background(), "tcp", "127.0.0.2:9092")
+			if err == nil {
+				d.Close()
+			}
+			dialDone <- err
+		}()
+
+		err = roundTrip(c, 2*time.Second)
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("round trip to a frozen node: %v, want a timeout (no answer)", err)
+		}
+		c2, err := client.Dial(context.Background(), "tcp", "127.0.0.1:9092")
+		if err != nil {
+			t.Fatalf("dial to a frozen node: %v, want it to complete into the backlog", err)
+		}
+		defer c2.Close()
+		if err := roundTrip(c2, time.Second); !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("round trip on a connection the frozen node never accepted: %v, want a timeout", err)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		select {
+		case err := <-readDone:
+			t.Fatalf("the frozen node's read returned during the pause: %v", err)
+		case err := <-dialDone:
+			t.Fatalf("the frozen node's dial returned during the pause: %v", err)
+		default:
+		}
+		if !server.Frozen() {
+			t.Fatal("Frozen() is false while frozen")
+		}
+
+		// Resume: the echo of the ping written during the pause is
+		// answered at once, the node's read returns its timeout, its
+		// dial completes, and c2 is served.
+		server.Thaw()
+		thawed := time.Now()
+		c.SetDeadline(time.Now().Add(time.Second))
+		if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+			t.Fatalf("the answer held during the pause: %v", err)
+		}
+		if d := time.Since(thawed); d != 0 {
+			t.Fatalf("the held answer came %v after the thaw, want at once", d)
+		}
+		if err := <-readDone; !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("the frozen node's read: %v, want its deadline's timeout, on resume", err)
+		}
+		if err := <-dialDone; err != nil {
+			t.Fatalf("the frozen node's dial, on resume: %v", err)
+		}
+		if err := roundTrip(c2, 5*time.Second); err != nil {
+			t.Fatalf("round trip on the backlogged connection after the thaw: %v", err)
+		}
+	})
+}

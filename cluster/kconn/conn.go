@@ -2,6 +2,7 @@ package kconn
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -54,6 +55,18 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kconn: dial %s: %w", addr, err)
 	}
+	if opts.TLS != nil {
+		tc := opts.TLS.Clone()
+		if host, _, err := net.SplitHostPort(addr); err == nil && tc.ServerName == "" {
+			tc.ServerName = host
+		}
+		t := tls.Client(nc, tc)
+		if err := t.HandshakeContext(dctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("kconn: TLS handshake with %s: %w", addr, err)
+		}
+		nc = t
+	}
 	var fopts []kmsg.RequestFormatterOpt
 	if opts.ClientID != "" {
 		fopts = append(fopts, kmsg.FormatterClientID(opts.ClientID))
@@ -66,6 +79,12 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 			return nil, err
 		}
 		c.peer = peer
+	}
+	if opts.SASL != nil {
+		if err := c.authenticate(dctx, opts.SASL); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	return c, nil
 }

@@ -2,8 +2,11 @@ package kconn
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // DefaultMaxResponseBytes bounds one response frame so that a broken or
@@ -30,6 +33,12 @@ type Options struct {
 	MaxResponseBytes int32
 	// DialTimeout bounds Dial when ctx has no earlier deadline; 0 means 10s.
 	DialTimeout time.Duration
+	// TLS, when set, runs TLS over the dialed connection (an SSL or
+	// SASL_SSL listener); the server name is the dialed host's.
+	TLS *tls.Config
+	// SASL, when set, authenticates the connection with this mechanism
+	// before Dial returns (SaslHandshake v1, then SaslAuthenticate rounds).
+	SASL sasl.Mechanism
 }
 
 func (o Options) maxResponse() int32 {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"gregor/cluster/sasl"
 )
 
 // NoLeader marks an offline partition (no live replica may lead it).
@@ -124,7 +126,13 @@ const (
 )
 
 // IsInternal reports whether topic is one of the internal topics.
-func IsInternal(topic string) bool { return topic == OffsetsTopic || topic == TransactionStateTopic }
+func IsInternal(topic string) bool {
+	return topic == OffsetsTopic || topic == TransactionStateTopic || topic == ShareGroupStateTopic
+}
+
+// ShareGroupStateTopic keeps share-partition state (KIP-932's
+// ShareCoordinator, cluster/share).
+const ShareGroupStateTopic = "__share_group_state"
 
 // Topic is a topic with its partitions (index i at Partitions[i]).
 type Topic struct {
@@ -146,6 +154,12 @@ type Image struct {
 	// BrokerConfigs the dynamic configs of one broker. Both replicated.
 	ClusterConfigs map[string]string
 	BrokerConfigs  map[int32]map[string]string
+	// Scram holds the SCRAM credentials of the metadata log, by user and
+	// mechanism (AlterUserScramCredentials); a single broker has none.
+	Scram map[string]map[int8]sasl.Credential
+	// GroupConfigs are the dynamic configs of groups (group_configs.go),
+	// by group id. Replicated.
+	GroupConfigs map[string]map[string]string
 }
 
 // Layers are the config sources for topic t (nil: no topic) as broker node
@@ -193,6 +207,7 @@ const (
 	ConfigMinISR        = "min.insync.replicas"
 	ConfigUnclean       = "unclean.leader.election.enable"
 	ConfigRetentionMs   = "retention.ms"
+	ConfigTimestampType = "message.timestamp.type"
 	ConfigRetentionSize = "retention.bytes"
 	ConfigSegmentBytes  = "segment.bytes"
 )

@@ -27,7 +27,7 @@ func (p *Partition) DeleteRecordsBefore(offset int64) (int64, *kerr.Error) {
 	}
 	start, err := p.log.AdvanceStartOffset(offset)
 	if err != nil {
-		return -1, storageErr(err)
+		return -1, p.storageErr(err)
 	}
 	p.wake()
 	return start, nil
@@ -60,7 +60,9 @@ func (p *Partition) syncFollowers(now time.Time) {
 	}
 	for _, r := range p.state.Replicas {
 		if _, ok := p.followers[r]; !ok && r != p.cfg.NodeID {
-			p.followers[r] = &follower{leo: -1, lastFetch: now, lastCaughtUp: now}
+			// Not in the ISR: no lag window (as a new leader's non-ISR
+			// followers), so it holds no HW back until it catches up.
+			p.followers[r] = &follower{leo: -1, leaderLEOAtLastFetch: -1}
 		}
 	}
 	for id := range p.followers {

@@ -75,6 +75,7 @@ func (p *Partition) AppendAsFollower(leader, epoch int32, records []byte, leader
 		}
 		if whole > 0 {
 			if err := p.log.Append(records[:whole]); err != nil {
+				p.failDir(err)
 				return err
 			}
 			// A follower takes the leader's batches unchecked (Kafka's

@@ -123,7 +123,9 @@ func (p *Partition) followerInvariants(leading bool, leo int64) error {
 		if f.leaderLEOAtLastFetch > leo {
 			return fmt.Errorf("follower %d fetched when the leader's LEO was %d, past today's %d", id, f.leaderLEOAtLastFetch, leo)
 		}
-		if f.lastCaughtUp.After(f.lastFetch) {
+		// Before its first fetch in an epoch, an ISR member holds the lag
+		// window its new leader gave it, later than no fetch at all.
+		if !f.lastFetch.IsZero() && f.lastCaughtUp.After(f.lastFetch) {
 			return fmt.Errorf("follower %d caught up at %v, after its last fetch at %v", id, f.lastCaughtUp, f.lastFetch)
 		}
 	}

@@ -124,7 +124,7 @@ func (p *Partition) ReadForFollower(replicaID int32, offset int64, maxBytes int,
 	expand()
 	recs, err := p.log.Read(offset, maxBytes, leo)
 	if err != nil {
-		res.Err = storageErr(err)
+		res.Err = p.storageErr(err)
 		return res
 	}
 	res.Records = recs

@@ -219,3 +219,56 @@ func TestUpdateAssertsMinISR(t *testing.T) {
 		}
 	}
 }
+
+// TestRejoiningFollowerCatchesAMovingHW: with the ISR down to the leader
+// (acks=1 after a strand, or a restarted sole-ISR leader), the HW is the
+// leader's LEO and moves with every append. A follower that fetches up to
+// the LEO while writes keep landing in each round trip would never reach
+// it, and never rejoin, were the HW not held at its LEO once it has caught
+// up (Kafka's maybeIncrementLeaderHW, shouldWaitForReplicaToJoinIsr). Make
+// check's runs so waited out a minute's recovery with producers writing.
+// A follower its broker's fencing makes ineligible holds nothing back.
+func TestRejoiningFollowerCatchesAMovingHW(t *testing.T) {
+	for _, eligible := range []bool{true, false} {
+		l, err := storage.Open(t.TempDir(), storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Unix(1000, 0)
+		var asked [][]int32
+		cfg := &Config{NodeID: 1, ReplicaLagMax: time.Second, Now: func() time.Time { return now },
+			IsrEligible: func(int32) bool { return eligible },
+			AlterISR:    func(_ context.Context, _ meta.Partition, isr []int32) { asked = append(asked, isr) }}
+		p, err := Open(cfg, "rejoin", 0, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Update(meta.Partition{Topic: "rejoin", Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1}, 1)
+		write := func() {
+			b := storage.Batch{Timestamp: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Values: [][]byte{[]byte("v")}}.Encode()
+			if _, e := p.AppendAsLeader(b, AppendOptions{Acks: 1, Origin: producer.Client}); e != nil {
+				t.Fatal(e)
+			}
+		}
+		// Each round: the follower fetches up to the LEO it last saw, and a
+		// write lands before its next fetch.
+		var at int64
+		for round := 0; round < 5 && len(asked) == 0; round++ {
+			write()
+			now = now.Add(100 * time.Millisecond)
+			r := p.ReadForFollower(2, at, 1<<20, 1)
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			at = r.LEO
+		}
+		_, hw, leo := p.Offsets()
+		p.Close()
+		if eligible && (len(asked) != 1 || !slices.Equal(asked[0], []int32{1, 2})) {
+			t.Fatalf("eligible follower fetching behind a moving LEO: ISR requests %v, want one for [1 2] (hw %d, leo %d)", asked, hw, leo)
+		}
+		if !eligible && (len(asked) != 0 || hw != leo) {
+			t.Fatalf("ineligible follower: ISR requests %v, hw %d of leo %d; want none, and the HW at the LEO", asked, hw, leo)
+		}
+	}
+}

@@ -48,7 +48,7 @@ func (l *Log) Append(batches []byte) error {
 		return nil
 	})
 	if err != nil {
-		return l.errf("append at LEO %d: %w", leo, err)
+		return l.errf("append at LEO %d: %w: %w", leo, errInvalidAppend, err)
 	}
 
 	if err := l.maybeRoll(int64(len(batches)), next); err != nil {

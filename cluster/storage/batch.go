@@ -171,6 +171,21 @@ func SetBaseOffset(batch []byte, off int64) {
 	binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(off))
 }
 
+// AttrLogAppendTime is the attributes bit of the timestamp type: set, the
+// batch's MaxTimestamp is the time the leader appended it.
+const AttrLogAppendTime int16 = 0x08
+
+// SetLogAppendTime stamps the batch with the leader's append time, in
+// place: the timestamp-type bit and MaxTimestamp rewritten and the CRC
+// computed again (Kafka's LogValidator with message.timestamp.type
+// LogAppendTime: DefaultRecordBatch.setMaxTimestamp(LOG_APPEND_TIME, now)).
+func SetLogAppendTime(batch []byte, ms int64) {
+	be := binary.BigEndian
+	be.PutUint16(batch[offAttributes:], be.Uint16(batch[offAttributes:])|uint16(AttrLogAppendTime))
+	be.PutUint64(batch[offMaxTimestamp:], uint64(ms))
+	be.PutUint32(batch[offCRC:], crc32.Checksum(batch[offAttributes:], castagnoli))
+}
+
 // SetPartitionLeaderEpoch rewrites the batch's leader epoch in place. The field is outside the CRC.
 func SetPartitionLeaderEpoch(batch []byte, epoch int32) {
 	binary.BigEndian.PutUint32(batch[offLeaderEpoch:], uint32(epoch))

@@ -115,6 +115,15 @@ func collect(seg *segment, pos int64, out []byte, maxBytes, firstSize int, upTo 
 		if h.Size() > len(region)-keep {
 			break // over the budget: it waits for the next Read
 		}
+		// A batch is never served with a CRC mismatch (a bit flipped at
+		// rest): Kafka's broker serves FileRecords unchecked and leaves it to
+		// the consumer's check.crcs and the follower's
+		// CorruptRecordException; gregor checks here, so neither a consumer
+		// nor a follower ever gets the bytes (DESIGN.md section 2, Disk
+		// faults).
+		if err := checkBatch(h, region[keep:keep+h.Size()]); err != nil {
+			return out, false, fmt.Errorf("segment %d position %d: %w", seg.base, pos+int64(keep), err)
+		}
 		keep += h.Size()
 	}
 	out = out[:start+keep]

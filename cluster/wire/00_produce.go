@@ -123,12 +123,14 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 			continue
 		}
 		records := req.Topics[sl.ti].Partitions[sl.pi].Records
-		res, e := sl.p.AppendAsLeader(records, replica.AppendOptions{Acks: req.Acks, Guard: verdicts.guards[sl.tp]})
+		res, e := sl.p.AppendAsLeader(records, replica.AppendOptions{Acks: req.Acks, Guard: verdicts.guards[sl.tp],
+			LogAppendTime: s.logAppendTime(im, sl.tp.Topic)})
 		if e != nil {
 			rp.ErrorCode = e.Code
 			continue
 		}
 		rp.BaseOffset = res.BaseOffset
+		rp.LogAppendTime = res.LogAppendTime
 		rp.LogStartOffset = res.LogStart
 		if req.Acks == -1 {
 			waits = append(waits, waitFor{sl.ti, sl.pi, sl.p, res.EndOffset, res.Epoch})
@@ -153,6 +155,14 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 		}
 		return resp
 	}}
+}
+
+// logAppendTime reports whether topic's message.timestamp.type is
+// LogAppendTime: the leader stamps each batch with its own clock.
+func (s *Server) logAppendTime(im *meta.Image, topic string) bool {
+	c, _ := meta.LookupTopicConfig(meta.ConfigTimestampType)
+	v, _ := im.Layers(im.Topics[topic], s.b.NodeID(), s.b.BrokerDefaults()).Resolve(c)
+	return v == "LogAppendTime"
 }
 
 // oversized reports the first record batch in records larger than the

@@ -7,7 +7,8 @@ package wire
 //     which are the ones really implemented, capped by the cluster's
 //     transaction version (maxVersion);
 //   - v3+: the finalized feature transaction.version (1 or 2), by which
-//     clients choose between Kafka 3.x transactions and KIP-890's;
+//     clients choose between Kafka 3.x transactions and KIP-890's, and
+//     share.version 1 when the broker runs share groups (KIP-932);
 //   - a version we do not know is answered at v0 with UNSUPPORTED_VERSION and
 //     ApiVersions' own range only (see decode), as Kafka's
 //     ApiVersionsRequest.getErrorResponse, on a connection kept open, so the
@@ -48,6 +49,7 @@ func (s *Server) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 	} else {
 		resp.FinalizedFeaturesEpoch = -1
 	}
+	s.addShareVersion(resp)
 	return resp
 }
 

@@ -14,6 +14,7 @@ package wire
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,6 +43,13 @@ type Options struct {
 	// Accept wraps accepted connections (the process runtime's fault layer
 	// drops or delays traffic here). Nil keeps them as they are.
 	Accept func(net.Conn) (net.Conn, error)
+	// TLS, when set, makes the listener SSL or SASL_SSL: connections are
+	// TLS over what Accept returned (the fault layer acts on the bytes on
+	// the wire).
+	TLS *tls.Config
+	// SASL, when set, makes the listener SASL_PLAINTEXT or SASL_SSL: every
+	// connection authenticates first (auth.go).
+	SASL *SASLOptions
 }
 
 // Server serves the Kafka protocol for one broker.
@@ -97,6 +105,11 @@ func (s *Server) Serve(ln net.Listener) error {
 			if c, err = s.opts.Accept(c); err != nil || c == nil {
 				continue
 			}
+		}
+		if s.opts.TLS != nil {
+			// The handshake runs on the connection's first read, on its
+			// own goroutine: a silent client holds only its own.
+			c = tls.Server(c, s.opts.TLS)
 		}
 		s.mu.Lock()
 		if s.closed {
@@ -176,6 +189,10 @@ func (s *Server) serveConn(c net.Conn) {
 		// A failed write ends the connection; unblock the reader.
 		c.Close()
 	}()
+	var auth *connAuth
+	if s.opts.SASL != nil {
+		auth = &connAuth{}
+	}
 	br := bufio.NewReaderSize(c, 64<<10)
 	for {
 		frame, err := readFrame(br, s.opts.MaxRequestBytes)
@@ -191,7 +208,10 @@ func (s *Server) serveConn(c net.Conn) {
 			break
 		}
 		if req != nil {
-			rep = s.dispatch(ctx, hdr, req)
+			var served bool
+			if rep, served = s.authenticate(ctx, auth, hdr, req); !served {
+				rep = s.dispatch(ctx, hdr, req)
+			}
 		}
 		select {
 		case queue <- pending{hdr: hdr, req: req, r: rep}:

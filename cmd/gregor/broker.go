@@ -15,6 +15,7 @@ import (
 
 	"gregor/cluster"
 	"gregor/cluster/storage"
+	"gregor/internal/security"
 )
 
 func init() { subcommands = append(subcommands, brokerCmd) }
@@ -49,12 +50,13 @@ type brokerFlags struct {
 	raftTimeout  time.Duration
 	metrics      string
 	txnVersion   int16
+	sec          brokerSecurityFlags
 }
 
 func (f *brokerFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.Int32Var(&f.nodeID, "node-id", 1, "broker id (node.id)")
-	fl.StringVar(&f.listen, "listen", "127.0.0.1:9092", "Kafka listener host:port (port 0 picks one)")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:9092", "Kafka listener [NAME://]host:port (port 0 picks one; NAME's protocol is in --listener-security-protocol-map, default PLAINTEXT)")
 	fl.StringVar(&f.advertise, "advertise", "", "host:port told to clients (default: --listen)")
 	fl.StringVar(&f.data, "data", "", "data directory (required)")
 	fl.BoolVar(&f.autoCreate, "auto-create-topics", false, "create unknown topics on Metadata requests (auto.create.topics.enable)")
@@ -80,6 +82,7 @@ func (f *brokerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.raftTimeout, "raft-timeout", time.Second, "controller quorum heartbeat and election timeout")
 	fl.StringVar(&f.metrics, "metrics-listen", "", "serve GET /metrics (Prometheus text) on this host:port")
 	fl.Int16Var(&f.txnVersion, "transaction-version", 2, "the cluster's transaction.version feature: 1 (Kafka 3.x transactions) or 2 (KIP-890); give every broker the same")
+	f.sec.register(fl)
 }
 
 func (f *brokerFlags) config() (cluster.Config, error) {
@@ -119,8 +122,19 @@ func (f *brokerFlags) config() (cluster.Config, error) {
 		return cluster.Config{}, fmt.Errorf("--log-level %q: give debug, info, warn or error", f.logLevel)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	name, listen, protocol, err := f.sec.listener(f.listen)
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	supers, err := f.sec.superUserList()
+	if err != nil {
+		return cluster.Config{}, err
+	}
 	cfg := cluster.Config{
-		NodeID: f.nodeID, Listen: f.listen, Advertise: f.advertise, DataDir: f.data,
+		Security: cluster.Security{ListenerName: name, Protocol: protocol, Mechanisms: splitList(f.sec.mechanisms),
+			CertFile: f.sec.certFile, KeyFile: f.sec.keyFile, CAKeyFile: f.sec.caKeyFile, SuperUsers: supers,
+			Inter: security.Config{Mechanism: f.sec.mechanism, User: f.sec.user, PasswordFile: f.sec.password, CAFile: f.sec.caFile}},
+		NodeID: f.nodeID, Listen: listen, Advertise: f.advertise, DataDir: f.data,
 		AutoCreateTopics: f.autoCreate, DefaultPartitions: f.partitions, DefaultRF: f.rf,
 		MinISR: f.minISR, Unclean: f.unclean,
 		Storage: storage.Options{

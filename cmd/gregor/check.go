@@ -23,6 +23,9 @@ const (
 	// storeFailed: gregor run could not write its store (read-only, disk
 	// full); the error names the path. What was written stays readable.
 	storeFailed = 4
+	// bootFailed: gregor run's cluster did not come up; nothing was
+	// tested (harness.BootError). A matrix retries such a cell.
+	bootFailed = 5
 )
 
 func newCheckCmd() *cobra.Command {

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/dialer"
 )
 
 func init() { subcommands = append(subcommands, describeCmd) }
@@ -24,6 +26,7 @@ func init() { subcommands = append(subcommands, describeCmd) }
 func describeCmd() *cobra.Command {
 	var bootstrap string
 	var transactions bool
+	var sec securityFlags
 	cmd := &cobra.Command{
 		Use:   "describe --bootstrap HOST:PORT [--transactions] [TOPIC...]",
 		Short: "Print topics exactly as Kafka 4.0's kafka-topics.sh --describe does, or open transactions as kafka-transactions.sh describe does",
@@ -31,7 +34,10 @@ func describeCmd() *cobra.Command {
 			if bootstrap == "" {
 				return &exitError{2, fmt.Errorf("no --bootstrap: give a broker's host:port (gregor up prints it)")}
 			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+			if _, err := sec.load(); err != nil {
+				return &exitError{2, err}
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...), dialer.Opt(10*time.Second), dialer.Auth())
 			if err != nil {
 				return err
 			}
@@ -48,6 +54,7 @@ func describeCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&bootstrap, "bootstrap", "", "broker address(es), comma separated")
+	sec.register(cmd.Flags())
 	cmd.Flags().BoolVar(&transactions, "transactions", false, "list the open transactions (Ongoing, PrepareCommit, PrepareAbort): id, producer id and epoch, state, age, partitions")
 	return cmd
 }

@@ -14,6 +14,7 @@ import (
 	"gregor/cluster/faultpoint"
 	"gregor/harness"
 	"gregor/history"
+	"gregor/internal/security"
 	"gregor/nemesis"
 	"gregor/runtime"
 	"gregor/workloads/all"
@@ -104,6 +105,7 @@ func runCmd() *cobra.Command {
 		cfg    harness.Config
 		target targetFlags
 		repeat int
+		sec    securityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -117,7 +119,8 @@ back from offset 0 to its high watermark, and checks the history.
 --runtime sim runs the brokers, their controller quorum, the clients and the
 nemesis in one process on virtual time (bin/gregor-sim, built by make build):
 the same history, store, checker and report, in a fraction of the time;
-test.json says simulated_time. It refuses the pause nemesis (not modelled).
+test.json says simulated_time. A paused node's network calls wait until
+it is resumed (DESIGN.md section 7 says what the sim's pause models).
 Goroutine scheduling in the simulation is not deterministic: a seed fixes the
 schedule, not the run, so --repeat N reruns the seed N times and prints how
 often each anomaly recurs.
@@ -150,6 +153,12 @@ delay-client (requests held past the delivery timeout, delivered late after
 the client retried on a new connection). restart-storm kills and restarts
 the target many times in one fault, each back within the session timeout
 and with a full ISR between rounds (on --lazyfs each kill is a power cut).
+disk-fault arms one disk fault on the target, drawn from the seed: EIO on
+the next write, fsync or read of its partition logs, a full disk (ENOSPC),
+or a bit flipped in a stored batch; the broker takes its log directory
+offline and halts, and is restarted at the fault's end. clock-skew skews
+the target's wall clock by a drawn D (1s to 1h, either way) for the hold.
+Both run on --runtime sim and process only (faults inside gregor's broker).
 --compose lets faults of different kinds overlap (a kill during a
 partition): each kind draws its own timeline, partition and slow share one.
 
@@ -187,6 +196,8 @@ Exit status (as gregor check):
      stays readable by gregor check)
   4  the store cannot be written (read-only, disk full): the error names the
      path; the run stops, and what it wrote stays readable by gregor check
+  5  the cluster did not boot (a runtime failed to start it, or it was not
+     ready in time): nothing was tested; gregor matrix retries such a cell
   130, 143  a second Ctrl-C (130) or SIGTERM (143) ended it at once, after
      killing the fault commands still running`,
 		Args: cobra.NoArgs,
@@ -201,9 +212,15 @@ Exit status (as gregor check):
 			if err == nil && target.Runtime != "external" {
 				err = cfg.Validate()
 			}
-			if err == nil && target.Runtime == "sim" {
-				err = refuseSim(&cfg)
+			var secured *security.Config
+			if err == nil {
+				secured, err = sec.load()
 			}
+			cleanTLS := func() {}
+			if err == nil && target.Runtime != "external" {
+				cleanTLS, err = secureBoot(&cfg.Cluster, secured, target.Runtime)
+			}
+			defer cleanTLS()
 			if err == nil && repeat != 1 && (target.Runtime != "sim" || repeat < 1) {
 				err = fmt.Errorf("--repeat %d: give a positive count with --runtime sim (another runtime reruns a seed with a loop of runs)", repeat)
 			}
@@ -265,6 +282,9 @@ Exit status (as gregor check):
 			if _, ok := errors.AsType[*harness.StoreError](err); ok {
 				return &exitError{storeFailed, err}
 			}
+			if _, ok := errors.AsType[*harness.BootError](err); ok {
+				return &exitError{bootFailed, err}
+			}
 			if _, ok := errors.AsType[*history.ParseError](err); ok {
 				return &exitError{checkBadInput, err} // a stored file is damaged (history.ReadRun)
 			}
@@ -276,6 +296,7 @@ Exit status (as gregor check):
 	}
 	registerRun(cmd.Flags(), &cfg)
 	registerTarget(cmd.Flags(), &target)
+	sec.register(cmd.Flags())
 	cmd.Flags().IntVar(&repeat, "repeat", 1, "--runtime sim: run the seed this many times and print how often each anomaly recurs (the schedule is the seed's; goroutine scheduling in the simulation is not deterministic, so runs of one seed differ)")
 	return cmd
 }

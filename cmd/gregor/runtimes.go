@@ -30,7 +30,7 @@ type targetFlags struct {
 // registerTarget binds --runtime (with external and image) and their
 // settings.
 func registerTarget(fl *pflag.FlagSet, t *targetFlags) {
-	fl.StringVar(&t.Runtime, "runtime", "auto", "docker | process | auto (docker when an engine answers) | external (a running cluster: --bootstrap, --faults) | image (any Kafka-protocol image: --image-spec) | sim (every broker and client in one process on virtual time: bin/gregor-sim, built by make build; no pause nemesis)")
+	fl.StringVar(&t.Runtime, "runtime", "auto", "docker | process | auto (docker when an engine answers) | external (a running cluster: --bootstrap, --faults) | image (any Kafka-protocol image: --image-spec) | sim (every broker and client in one process on virtual time: bin/gregor-sim, built by make build)")
 	fl.StringSliceVar(&t.Bootstrap, "bootstrap", nil, "--runtime external: the cluster's Kafka listeners, HOST:PORT,...")
 	fl.StringVar(&t.Faults, "faults", "", "--runtime external: YAML file of fault commands per node (kill, start, stop, pause, resume, isolate, heal, slow, unslow)")
 	fl.StringVar(&t.ImageSpec, "image-spec", "", "--runtime image: YAML node template for a Kafka-protocol container image")

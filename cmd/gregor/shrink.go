@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -75,12 +76,24 @@ Exit status:
 			if runtimeName == "" {
 				runtimeName = st.Runtime
 			}
+			if runtimeName == "sim" && simChild == nil {
+				return shrinkSim(cmd, string(dir))
+			}
+			if simChild != nil {
+				o.Started = simChild.stamp
+			}
 			bin, err := selfBinary()
 			if err != nil {
 				return err
 			}
-			ctx, stop := interruptContext(cmd.Context(), cmd.ErrOrStderr())
-			defer stop()
+			ctx := cmd.Context()
+			if simChild == nil {
+				// In gregor-sim the bubble's context is cmd's: a signal
+				// channel made in a bubble cannot hear the host.
+				var stop context.CancelFunc
+				ctx, stop = interruptContext(ctx, cmd.ErrOrStderr())
+				defer stop()
+			}
 			rt, err := pickRuntime(ctx, runtimeName, errOut)
 			if err != nil {
 				return &exitError{checkBadInput, err}
@@ -109,7 +122,11 @@ Exit status:
 			if l.Exhausted {
 				budget = ", the budget ended the search"
 			}
-			fmt.Fprintf(out, "replays:    %d in %s%s\n", l.Replays, time.Since(start).Round(time.Second), budget)
+			took := time.Since(start).Round(time.Second).String()
+			if simChild != nil {
+				took += " of simulated time"
+			}
+			fmt.Fprintf(out, "replays:    %d in %s%s\n", l.Replays, took, budget)
 			if rep.Shrunk == "" {
 				return &exitError{shrinkNotFound, fmt.Errorf("shrink: no smaller schedule showed %v in %d replays (try --tries 2 or a larger --max-replays)", l.Anomalies, l.Replays)}
 			}
@@ -126,7 +143,7 @@ Exit status:
 	fl.DurationVar(&o.Tail, "tail", o.Tail, "fault phase left after a replay's last fault ends")
 	fl.StringSliceVar(&o.Anomalies, "anomaly", nil, "the anomalies a replay must show (default: the run's forbidden ones)")
 	fl.DurationVar(&o.CheckTimeout, "key-timeout", 30*time.Second, "porcupine time budget per key in each replay's check")
-	fl.StringVar(&runtimeName, "runtime", "", "docker | process | auto (default: the run's runtime)")
+	fl.StringVar(&runtimeName, "runtime", "", "docker | process | sim | auto (default: the run's runtime; on sim the whole search runs in bin/gregor-sim and --budget is simulated time)")
 	return cmd
 }
 

@@ -37,6 +37,7 @@ func interruptContext(parent context.Context, errOut io.Writer) (context.Context
 		case s := <-sig:
 			fmt.Fprintf(errOut, "gregor: second %v: exiting now\n", s)
 			external.KillCommands() // their contexts will not end them now
+			simChildren.kill()
 			code := 130
 			if n, ok := s.(syscall.Signal); ok {
 				code = 128 + int(n)

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,7 +23,6 @@ import (
 	"gregor/cluster/faultpoint"
 	"gregor/harness"
 	"gregor/history"
-	"gregor/matrix"
 	"gregor/runtime"
 	"gregor/runtime/sim"
 )
@@ -47,7 +45,14 @@ type simEnv struct {
 	rt      runtime.Runtime
 	started time.Time
 	result  string
+	// virtual is the bubble's clock when the child began (2000-01-01).
+	virtual time.Time
 }
+
+// stamp names a run directory made in the child: the parent's start plus
+// the simulated time since, so that each of several runs (gregor shrink's
+// replays) has its own and they sort as they ran.
+func (e *simEnv) stamp() time.Time { return e.started.Add(time.Since(e.virtual)) }
 
 // simResult is what one simulated run hands its parent.
 type simResult struct {
@@ -104,9 +109,15 @@ func simBinary() (string, error) {
 // simArgs are the run's flags as given, for the child, with the seed
 // this process drew.
 func simArgs(fl *pflag.FlagSet, seed int64) []string {
-	args := []string{"run"}
+	return append(simCommandArgs([]string{"run"}, fl, "repeat", "seed"), "--seed="+strconv.FormatInt(seed, 10))
+}
+
+// simCommandArgs are a command's words and the flags given to it, less
+// skip, for the child to run the same command.
+func simCommandArgs(words []string, fl *pflag.FlagSet, skip ...string) []string {
+	args := append([]string(nil), words...)
 	fl.Visit(func(f *pflag.Flag) {
-		if f.Name == "repeat" || f.Name == "seed" {
+		if slices.Contains(skip, f.Name) {
 			return
 		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
@@ -120,51 +131,51 @@ func simArgs(fl *pflag.FlagSet, seed int64) []string {
 		}
 		args = append(args, "--"+f.Name+"="+f.Value.String())
 	})
-	return append(args, "--seed="+strconv.FormatInt(seed, 10))
+	return args
 }
 
-// refuseSim refuses what the sim does not model, naming why.
-func refuseSim(cfg *harness.Config) error {
-	if slices.Contains(cfg.Nemeses, "pause") {
-		return errors.New(sim.PauseRefusal)
+// shrinkSim is `gregor shrink` of a sim run in the parent: the whole
+// search runs in gregor-sim, each replay a run on the sim runtime in the
+// one bubble (one after the other, each on its own in-memory cluster), so
+// --budget bounds simulated time there. Its output and exit status are
+// the child's; a signal ends the search (exit 3) as elsewhere.
+func shrinkSim(cmd *cobra.Command, dir string) error {
+	bin, err := simBinary()
+	if err != nil {
+		return &exitError{checkBadInput, err}
 	}
-	for _, a := range cfg.PointActions {
-		if !slices.Contains(sim.Runtime{}.PointActions(), faultpoint.Action(a)) {
-			return fmt.Errorf("--fault-point-actions %s: %s", a, sim.PointActionRefusal)
-		}
+	ctx, stop := interruptContext(cmd.Context(), cmd.ErrOrStderr())
+	defer stop()
+	enc, _ := json.Marshal(append(simCommandArgs([]string{"shrink", dir}, cmd.Flags(), "runtime"), "--runtime=sim"))
+	_, code, err := simOnce(ctx, bin, string(enc), cmd.OutOrStdout(), cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return &exitError{checkUnknown, errors.New("shrink interrupted: nothing stored")}
+	}
+	if code != 0 {
+		return &exitError{code: code} // the child said why
 	}
 	return nil
-}
-
-// simCells drops the cells the sim cannot run (a pause nemesis), saying
-// which: the rest of a matrix runs on it.
-func simCells(cells []matrix.Cell, log io.Writer) []matrix.Cell {
-	var out []matrix.Cell
-	skipped := map[string]int{}
-	for _, c := range cells {
-		if slices.Contains(c.Nemesis.Kinds, "pause") {
-			skipped[c.Nemesis.Name]++
-			continue
-		}
-		out = append(out, c)
-	}
-	for _, name := range slices.Sorted(maps.Keys(skipped)) {
-		fmt.Fprintf(log, "matrix: --runtime sim skips the %d cells of column %s: %s\n", skipped[name], name, sim.PauseRefusal)
-	}
-	return out
 }
 
 // runSim is `gregor run --runtime sim` in the parent: --repeat times the
 // child, then (repeating) how often each anomaly recurred.
 func runSim(cmd *cobra.Command, cfg *harness.Config, repeat int) error {
-	if err := refuseSim(cfg); err != nil {
-		return &exitError{checkBadInput, err}
+	for _, a := range cfg.PointActions {
+		if !slices.Contains(sim.Runtime{}.PointActions(), faultpoint.Action(a)) {
+			return &exitError{checkBadInput, fmt.Errorf("--fault-point-actions %s: %s", a, sim.PointActionRefusal)}
+		}
 	}
 	bin, err := simBinary()
 	if err != nil {
 		return &exitError{checkBadInput, err}
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	// As every run: the first signal ends the run (the child's bubble
+	// tears down, exit 3), a second exits at once (130, 143), killing
+	// the child first.
+	ctx, stop := interruptContext(cmd.Context(), cmd.ErrOrStderr())
 	defer stop()
 	args := simArgs(cmd.Flags(), cfg.Seed)
 	enc, _ := json.Marshal(args)
@@ -212,7 +223,12 @@ func simOnce(ctx context.Context, bin, args string, out, errOut io.Writer) (*sim
 	c.WaitDelay = 10 * time.Second
 	// A parent that dies (SIGKILL included) takes its simulation with it.
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	err = c.Run()
+	if err := c.Start(); err != nil {
+		return nil, 0, fmt.Errorf("gregor-sim: %w", err)
+	}
+	simChildren.add(c.Process)
+	err = c.Wait()
+	simChildren.remove(c.Process)
 	code := 0
 	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = ee.ExitCode()
@@ -231,6 +247,38 @@ func simOnce(ctx context.Context, bin, args string, out, errOut io.Writer) (*sim
 		return nil, code, nil
 	}
 	return &r, code, nil
+}
+
+// simChildren are the gregor-sim processes running: a second signal
+// (interruptContext) kills them before gregor exits at once, so that
+// nothing of the run outlives it.
+var simChildren = procSet{procs: map[*os.Process]bool{}}
+
+type procSet struct {
+	mu    sync.Mutex
+	procs map[*os.Process]bool
+}
+
+func (s *procSet) add(p *os.Process) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.procs[p] = true
+}
+
+func (s *procSet) remove(p *os.Process) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.procs, p)
+}
+
+// kill SIGKILLs every process of the set and waits for none: the process
+// exits next.
+func (s *procSet) kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := range s.procs {
+		p.Kill()
+	}
 }
 
 // recurrence prints how often each anomaly recurred over the repetitions

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"gregor/checker"
 	"gregor/history"
+	"gregor/runtime/process"
 )
 
 var (
@@ -96,60 +99,320 @@ func TestRunRuntimeSim(t *testing.T) {
 	}
 }
 
-// A nemesis the sim does not model is refused before anything starts,
-// naming why (exit 2).
-func TestRunRuntimeSimRefusesPause(t *testing.T) {
-	root := newRoot()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs([]string{"run", "--runtime", "sim", "--nemesis", "kill,pause", "--store", t.TempDir()})
-	err := root.Execute()
-	ee, ok := errors.AsType[*exitError](err)
-	if !ok || ee.code != checkBadInput || !strings.Contains(err.Error(), "pause is not modelled by --runtime sim") {
-		t.Fatalf("got %v, want exit 2 naming why pause is refused", err)
+// `gregor run --runtime sim --nemesis pause --nemesis-target leader`
+// (pause-leader) end to end: the run is valid, every pause is resumed,
+// and while a paused leader is paused the others elect another leader of
+// its partition (metadata.jsonl), as under SIGSTOP on the process runtime.
+func TestRunRuntimeSimPauseLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gregor-sim")
 	}
-	if strings.Contains(out.String(), "setup") {
-		t.Fatalf("the run started:\n%s", out.String())
+	t.Setenv("GREGOR_SIM_BINARY", gregorSimBinary(t))
+	store := t.TempDir()
+	root := newRoot()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"run", "--runtime", "sim", "--nemesis", "pause", "--nemesis-target", "leader",
+		"--nemesis-interval", "5s", "--nemesis-duration", "6s", "--time-limit", "30s", "--seed", "2", "--store", store})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("gregor run --runtime sim --nemesis pause: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "valid: true") {
+		t.Fatalf("stdout lacks valid: true:\n%s", out.String())
+	}
+	rd, err := history.LatestRun(filepath.Join(store, "queue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, _, _, err := history.ReadFile(rd.History())
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, _, err := history.ReadMetadataFile(rd.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type pause struct {
+		node, partition int32
+		from, to        int64
+	}
+	var pauses []pause
+	open := map[int32]int{}
+	for _, op := range ops {
+		if op.Process != history.Nemesis {
+			continue
+		}
+		var v struct {
+			Nodes     []int32 `json:"nodes"`
+			Partition int32   `json:"partition"`
+		}
+		json.Unmarshal(op.Raw, &v)
+		switch op.F {
+		case "pause":
+			if len(v.Nodes) != 1 {
+				t.Fatalf("pause-leader paused %v", v.Nodes)
+			}
+			open[v.Nodes[0]] = len(pauses)
+			pauses = append(pauses, pause{v.Nodes[0], v.Partition, op.Time, -1})
+		case "resume":
+			for _, n := range v.Nodes {
+				if i, ok := open[n]; ok {
+					pauses[i].to = op.Time
+					delete(open, n)
+				}
+			}
+		}
+	}
+	if len(pauses) == 0 || len(open) > 0 {
+		t.Fatalf("%d pauses, %d never resumed", len(pauses), len(open))
+	}
+	moved := 0
+	for _, p := range pauses {
+		for _, s := range samples {
+			if s.Time > p.from && s.Time < p.to && s.Broker != p.node && int(p.partition) < len(s.Partitions) {
+				if l := s.Partitions[p.partition].Leader; l >= 0 && l != p.node {
+					moved++
+					break
+				}
+			}
+		}
+	}
+	if moved == 0 {
+		t.Fatalf("in none of %d pauses did leadership move off the paused leader (metadata.jsonl)", len(pauses))
+	}
+	t.Logf("%d pauses of the leader, leadership moved during %d", len(pauses), moved)
+}
+
+// gregor shrink of a failing sim run shrinks on the sim (the run's
+// runtime): the replays run in gregor-sim, the smallest failing schedule
+// is stored as <test>-shrunk with a run directory named by the wall clock
+// (not the bubble's 2000-01-01), and the replays leave nothing behind.
+func TestShrinkRuntimeSim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gregor-sim")
+	}
+	t.Setenv("GREGOR_SIM_BINARY", gregorSimBinary(t))
+	store := t.TempDir()
+	run := func(args ...string) (string, error) {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(args)
+		err := root.Execute()
+		return out.String(), err
+	}
+	out, err := run("run", "--runtime", "sim", "--bug", "ack-before-isr", "--controllers", "1", "--dedicated-controllers",
+		"--nemesis", "partition", "--partition-shapes", "isolate-leader", "--nemesis-target", "leader",
+		"--nemesis-interval", "3s", "--nemesis-duration", "5s", "--time-limit", "20s", "--seed", "1", "--store", store)
+	if ee, ok := errors.AsType[*exitError](err); !ok || ee.code != 1 {
+		t.Fatalf("the planted bug's run: %v, want exit 1 (a forbidden anomaly):\n%s", err, out)
+	}
+	out, err = run("shrink", "--max-replays", "4", filepath.Join(store, "queue"))
+	if err != nil {
+		t.Fatalf("gregor shrink of a sim run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "shrunk:") {
+		t.Fatalf("no shrunk schedule:\n%s", out)
+	}
+	rd, err := history.LatestRun(filepath.Join(store, "queue-shrunk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(filepath.Base(string(rd)), "2000") {
+		t.Fatalf("the shrunk run is named by the bubble's clock: %s", rd)
+	}
+	cfg, err := history.ReadConfig(rd.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Runtime != "sim" || !cfg.SimulatedTime {
+		t.Fatalf("shrunk run's test.json: runtime %q, simulated_time %v", cfg.Runtime, cfg.SimulatedTime)
+	}
+	res, err := checker.ReadResultFile(rd.Results())
+	if err != nil || res.Valid != checker.ValidFalse {
+		t.Fatalf("the shrunk run's result: %v, %v; want invalid", res, err)
+	}
+	entries, _ := os.ReadDir(store)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".shrink-") {
+			t.Fatalf("the replays' directory %s is left", e.Name())
+		}
 	}
 }
 
-// SIGTERM to `gregor run --runtime sim` ends the simulation at once: the
-// child ends its bubble (every goroutine of it must end, or synctest
-// fails), the parent exits 3 (interrupted), and no process is left.
-func TestRunRuntimeSimSIGTERM(t *testing.T) {
+// gregor validate --runtime sim runs its planted-bug probes, their
+// controls and the safe runs on the sim: the probe's bug is caught in
+// every run, no false alarm, every run simulated.
+func TestValidateRuntimeSim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds gregor and gregor-sim")
 	}
 	t.Setenv("GREGOR_SIM_BINARY", gregorSimBinary(t))
-	var errOut syncBuffer
-	cmd := exec.Command(gregorBinary(t), "run", "--runtime", "sim", "--acks", "1", "--nemesis", "kill", "--time-limit", "1h",
-		"--seed", "3", "--store", t.TempDir())
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
+	t.Setenv("GREGOR_BINARY", gregorBinary(t))
+	dir := t.TempDir()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"validate", "--runtime", "sim", "--bugs", "ack-before-isr", "--runs", "2", "--safe-runs", "2", "--out", dir})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("gregor validate --runtime sim: %v\n%s", err, out.String())
+	}
+	var sum struct {
+		Bugs []struct {
+			Bug          string `json:"bug"`
+			Runs, Failed int
+		} `json:"bugs"`
+		FalseAlarms int `json:"false_alarms"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "validate.json"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(errOut.String(), "gregor run: faults") {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("no fault phase within 60s:\n%s", errOut.String())
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Bugs) != 1 || sum.Bugs[0].Runs != 2 || sum.Bugs[0].Failed != 2 || sum.FalseAlarms != 0 {
+		t.Fatalf("validate.json: %s", b)
+	}
+	configs, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "run", "2*", "test.json"))
+	if len(configs) < 6 {
+		t.Fatalf("%d runs' test.json, want 6 (2 probes, 2 controls, 2 safe)", len(configs))
+	}
+	for _, c := range configs {
+		cfg, err := history.ReadConfig(c)
+		if err != nil || cfg.Runtime != "sim" || !cfg.SimulatedTime {
+			t.Fatalf("%s: runtime %q simulated %v (%v)", c, cfg.Runtime, cfg.SimulatedTime, err)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	sent := time.Now()
-	cmd.Process.Signal(syscall.SIGTERM)
-	err := cmd.Wait()
-	took := time.Since(sent)
-	ee, ok := errors.AsType[*exec.ExitError](err)
-	if !ok || ee.ExitCode() != checkUnknown {
-		t.Fatalf("exit %v after SIGTERM, want %d:\n%s", err, checkUnknown, errOut.String())
+}
+
+// A cancelled sim run stops at once and leaves nothing: SIGTERM (or
+// Ctrl-C) during the fault phase of `gregor run --runtime sim` ends it as
+// any run: the first signal ends the child's bubble (every goroutine of
+// it must end, or synctest fails) and gregor exits 3 (interrupted); a
+// second, sent once gregor says it is stopping, exits at once with 128 +
+// the signal (143, 130), the child killed first. Each time no gregor-sim
+// process is left and the history is one gregor check reads (not exit 2,
+// a damaged file). Every wait is for an event, bounded.
+func TestRunRuntimeSimSignals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gregor and gregor-sim")
 	}
-	if took > 5*time.Second {
-		t.Fatalf("took %v to stop after SIGTERM", took)
-	}
-	if strings.Contains(errOut.String(), "did not end") || strings.Contains(errOut.String(), "simulation failed") {
-		t.Fatalf("the bubble did not end cleanly:\n%s", errOut.String())
+	gregor, simBin := gregorBinary(t), gregorSimBinary(t)
+	for _, tc := range []struct {
+		name string
+		sigs []syscall.Signal
+		want int
+	}{
+		{"SIGTERM", []syscall.Signal{syscall.SIGTERM}, checkUnknown},
+		{"SIGTERM twice", []syscall.Signal{syscall.SIGTERM, syscall.SIGTERM}, 143},
+		{"Ctrl-C twice", []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 130},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A copy of gregor-sim of this case's own, so that /proc
+			// tells its processes from any other test's.
+			dir := t.TempDir()
+			sim := filepath.Join(dir, "gregor-sim")
+			if err := os.Link(simBin, sim); err != nil {
+				b, err := os.ReadFile(simBin)
+				if err != nil || os.WriteFile(sim, b, 0o755) != nil {
+					t.Fatalf("copying gregor-sim: %v", err)
+				}
+			}
+			store := filepath.Join(dir, "store")
+			var errOut syncBuffer
+			cmd := exec.Command(gregor, "run", "--runtime", "sim", "--acks", "1", "--nemesis", "kill,pause", "--time-limit", "1h",
+				"--seed", "3", "--store", store)
+			cmd.Env = append(os.Environ(), "GREGOR_SIM_BINARY="+sim)
+			cmd.Stderr = &errOut
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			waitLine := func(s string) {
+				t.Helper()
+				deadline := time.Now().Add(2 * time.Minute) // a guard, not a measure
+				for !strings.Contains(errOut.String(), s) {
+					if time.Now().After(deadline) {
+						cmd.Process.Kill()
+						t.Fatalf("no %q within the guard:\n%s", s, errOut.String())
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			waitLine("gregor run: faults")
+			late := false
+			for i, sig := range tc.sigs {
+				if i > 0 {
+					waitLine("a second signal exits at once")
+				}
+				if err := cmd.Process.Signal(sig); err != nil {
+					late = true // gone already: the sim tore down first
+				}
+			}
+			var err error
+			select {
+			case err = <-exited:
+			case <-time.After(2 * time.Minute): // a guard: the run's time limit is an hour
+				cmd.Process.Kill()
+				t.Fatalf("still running after %v:\n%s", tc.sigs, errOut.String())
+			}
+			ee, ok := errors.AsType[*exec.ExitError](err)
+			if late && ok && ee.ExitCode() == checkUnknown {
+				// The bubble's teardown takes no virtual time, so it
+				// can end before a second signal comes: inconclusive.
+				t.Skipf("the run ended (exit 3) before the second signal:\n%s", errOut.String())
+			}
+			// A second signal after gregor's handler is gone (its last
+			// instant) kills it by the signal: a shell's 128 + n too.
+			last := tc.sigs[len(tc.sigs)-1]
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			byLast := len(tc.sigs) > 1 && ws.Signaled() && ws.Signal() == last
+			if !ok || (ee.ExitCode() != tc.want && !byLast) {
+				t.Fatalf("exit %v after %v, want %d:\n%s", err, tc.sigs, tc.want, errOut.String())
+			}
+			if len(tc.sigs) == 1 && (strings.Contains(errOut.String(), "did not end") || strings.Contains(errOut.String(), "simulation failed")) {
+				t.Fatalf("the bubble did not end cleanly:\n%s", errOut.String())
+			}
+			// The killed child is reaped by the kernel at once; give
+			// /proc a bounded number of looks for it to be gone.
+			var left []string
+			for range 100 {
+				if left, err = process.ProcessesMentioning(sim); err != nil {
+					t.Fatal(err)
+				}
+				if len(left) == 0 {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if len(left) > 0 {
+				t.Fatalf("gregor-sim processes left: %v", left)
+			}
+			rd, err := history.LatestRun(filepath.Join(store, "queue"))
+			if err != nil {
+				t.Fatalf("no run directory: %v", err)
+			}
+			ops, _, _, err := history.ReadFile(rd.History())
+			if err != nil || len(ops) == 0 {
+				t.Fatalf("history: %d ops, %v", len(ops), err)
+			}
+			check := exec.Command(gregor, "check", rd.History())
+			out, err := check.CombinedOutput()
+			code := 0
+			if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code == checkBadInput || code > checkUnknown {
+				t.Fatalf("gregor check of the cancelled run: exit %d:\n%s", code, out)
+			}
+		})
 	}
 }
 

@@ -104,7 +104,7 @@ func TestSim(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 			}
 		}()
-		simChild = &simEnv{rt: simRuntime(), started: started, result: os.Getenv(simResultEnv)}
+		simChild = &simEnv{rt: simRuntime(), started: started, result: os.Getenv(simResultEnv), virtual: time.Now()}
 		root := newRoot()
 		root.SetArgs(args)
 		root.SetOut(simStdout)

@@ -48,6 +48,7 @@ func upCmd() *cobra.Command {
 		c           harness.ClusterConfig
 		runtimeName string
 		name        string
+		sec         securityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -57,6 +58,15 @@ func upCmd() *cobra.Command {
 			if err := c.Validate(); err != nil {
 				return &exitError{checkBadInput, err}
 			}
+			secured, err := sec.load()
+			if err != nil {
+				return &exitError{checkBadInput, err}
+			}
+			cleanTLS, err := secureBoot(&c, secured, runtimeName)
+			if err != nil {
+				return &exitError{checkBadInput, err}
+			}
+			defer cleanTLS()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			bin, err := selfBinary()
@@ -95,6 +105,12 @@ func upCmd() *cobra.Command {
 				fmt.Fprintf(out, "  node %d  kafka %s%s\n", n.ID, n.Kafka, pid)
 			}
 			fmt.Fprintf(out, "bootstrap: %s\n", strings.Join(cl.Bootstrap(), ","))
+			if secured.Secured() {
+				fmt.Fprintf(out, "security: %s\n", secured)
+			}
+			if secured.TLS() {
+				fmt.Fprintf(out, "tls ca: %s\n", secured.CAFile)
+			}
 			fmt.Fprintf(out, "nodes file: %s\n", filepath.Join(dir, controlFile))
 			fmt.Fprintf(out, "faults: gregor node kill|stop|start|pause|resume|isolate|heal|pid N --cluster %s\n", name)
 			fmt.Fprintln(out, "Ctrl-C to stop and remove the cluster")
@@ -106,6 +122,7 @@ func upCmd() *cobra.Command {
 	registerCluster(cmd.Flags(), &c, harness.DefaultCluster())
 	registerRuntime(cmd.Flags(), &runtimeName)
 	cmd.Flags().StringVar(&name, "name", "up", "the cluster's name: gregor node --cluster NAME controls it (letters, digits, '-')")
+	sec.register(cmd.Flags())
 	return cmd
 }
 

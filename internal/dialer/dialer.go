@@ -8,11 +8,14 @@ package dialer
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"gregor/internal/security"
 )
 
 // Func dials addr (a kgo.Dialer).
@@ -47,10 +50,64 @@ func Dial(timeout time.Duration) Func {
 
 // Opt is the client option for a dial bounded by timeout: kgo.DialTimeout
 // on the host's sockets (franz-go's own dialer, as before), kgo.Dialer
-// over the hook when one is set.
+// over the hook when one is set, and TLS on top when the clients' security
+// says so (SetSecurity).
 func Opt(timeout time.Duration) kgo.Opt {
-	if hook.Load() == nil {
+	if hook.Load() == nil && clientSec.Load() == nil {
 		return kgo.DialTimeout(timeout)
 	}
-	return kgo.Dialer(Dial(timeout))
+	return kgo.Dialer(Secure(Dial(timeout)))
+}
+
+// clientSec is the security of every client of the harness: one cluster
+// per process, as the hook is one network per process.
+var clientSec atomic.Pointer[security.Config]
+
+// SetSecurity makes every later client use c's TLS (through Opt and
+// Secure) and SASL (through Auth); nil or PLAINTEXT: neither. c must have
+// been loaded (security.Config.Load). It is process-wide and set once, at
+// the edge, by the command that validated c.
+func SetSecurity(c *security.Config) {
+	if c == nil || !c.Secured() {
+		clientSec.Store(nil)
+		return
+	}
+	clientSec.Store(c)
+}
+
+// Security is what SetSecurity set (nil: PLAINTEXT).
+func Security() *security.Config { return clientSec.Load() }
+
+// Secure wraps f in TLS when the clients' security has it: the handshake
+// runs over whatever f dialed (the client-link faults act on the TCP
+// bytes below it), verifying the broker's certificate for the host dialed.
+func Secure(f Func) Func {
+	sec := clientSec.Load()
+	if sec == nil || !sec.TLS() {
+		return f
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		raw, err := f(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := sec.ClientTLS()
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			tc.ServerName = host
+		}
+		c := tls.Client(raw, tc)
+		if err := c.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+// Auth is the client option for SASL: the clients' mechanism, or none.
+func Auth() kgo.Opt {
+	if m := clientSec.Load().SASLMechanism(); m != nil {
+		return kgo.SASL(m)
+	}
+	return kgo.SASL()
 }

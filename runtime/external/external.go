@@ -28,6 +28,8 @@ import (
 
 	"gregor/history"
 	"gregor/runtime"
+
+	"gregor/internal/dialer"
 )
 
 // Options configure the runtime.
@@ -130,7 +132,7 @@ func (r *Runtime) CheckFaults(kinds []string) error {
 // askBrokers asks the bootstrap servers for the brokers until one answers
 // or wait passes.
 func askBrokers(ctx context.Context, bootstrap []string, wait time.Duration) ([]runtime.NodeInfo, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.DialTimeout(time.Second),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), dialer.Opt(time.Second), dialer.Auth(),
 		kgo.RequestTimeoutOverhead(time.Second), kgo.RetryTimeout(time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("--bootstrap %s: %w", strings.Join(bootstrap, ","), err)

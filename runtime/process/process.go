@@ -25,6 +25,7 @@ import (
 
 	"gregor/cluster/faultnet"
 	"gregor/cluster/faultpoint"
+	"gregor/cluster/nodefault"
 	"gregor/runtime"
 )
 
@@ -566,4 +567,29 @@ func (c *Cluster) FaultPointFirings(ctx context.Context, id int32) ([]faultpoint
 		return nil, err
 	}
 	return faultpoint.ReadFirings(filepath.Join(c.DataDir(id), faultpoint.FiringsName))
+}
+
+// NodeFaults says the process runtime arms disk and clock faults
+// (runtime.CheckNodeFaults).
+func (Runtime) NodeFaults() bool { return true }
+
+// ArmNodeFaults implements runtime.NodeFaulter: node id's control file,
+// <data>/nodefaults.json, replaced whole; the broker polls it.
+func (c *Cluster) ArmNodeFaults(ctx context.Context, id int32, nc nodefault.Control) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	dir := c.DataDir(id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return nodefault.WriteControl(filepath.Join(dir, nodefault.FileName), nc)
+}
+
+// NodeFaultEvents implements runtime.NodeFaulter: node id's events file.
+func (c *Cluster) NodeFaultEvents(ctx context.Context, id int32) ([]nodefault.Event, error) {
+	if _, err := c.node(id); err != nil {
+		return nil, err
+	}
+	return nodefault.ReadEvents(filepath.Join(c.DataDir(id), nodefault.EventsName))
 }

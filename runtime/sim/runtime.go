@@ -15,6 +15,7 @@ import (
 	"gregor/cluster"
 	"gregor/cluster/faultnet"
 	"gregor/cluster/faultpoint"
+	"gregor/cluster/nodefault"
 	"gregor/internal/dialer"
 	"gregor/runtime"
 )
@@ -35,9 +36,6 @@ type Runtime struct {
 
 // Name is "sim".
 func (Runtime) Name() string { return "sim" }
-
-// PauseRefusal says why the sim refuses the pause nemesis.
-const PauseRefusal = "pause is not modelled by --runtime sim: Go cannot freeze one node's goroutines and timers in a process (SIGSTOP), so a paused node would keep running; use --runtime process or docker for pause"
 
 // Available: the sim needs nothing from the host.
 func (Runtime) Available(context.Context) error { return nil }
@@ -72,6 +70,7 @@ func (r Runtime) Start(ctx context.Context, spec runtime.ClusterSpec) (runtime.C
 		cfg := cfgs[base.NodeID]
 		// The sim's own: the network, the disk, the snapshots, the log.
 		cfg.Net, cfg.FS, cfg.DataDir, cfg.RaftSnapshots = base.Net, base.FS, base.DataDir, base.RaftSnapshots
+		cfg.NodeFaults, cfg.Halt = base.NodeFaults, base.Halt
 		cfg.Logger = slog.New(slog.NewTextHandler(logs[base.NodeID], &slog.HandlerOptions{Level: r.LogLevel}))
 		cfg.MetricsListen = "" // a real socket: not in the bubble
 		*base = cfg
@@ -235,8 +234,26 @@ func (s *simCluster) Start(_ context.Context, id int32) error {
 	return nil
 }
 
-func (s *simCluster) Pause(context.Context, int32) error  { return errors.New(PauseRefusal) }
-func (s *simCluster) Resume(context.Context, int32) error { return errors.New(PauseRefusal) }
+// Pause is SIGSTOP (Cluster.Pause): the node answers nothing until Resume.
+func (s *simCluster) Pause(_ context.Context, id int32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.node(id); err != nil {
+		return err
+	}
+	return s.c.Pause(id)
+}
+
+// Resume is SIGCONT: what fell due during the pause happens at once.
+func (s *simCluster) Resume(_ context.Context, id int32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.node(id); err != nil {
+		return err
+	}
+	s.c.Resume(id)
+	return nil
+}
 
 // Partition adds drop rules both ways between the nodes the groups cut.
 func (s *simCluster) Partition(_ context.Context, groups [][]int32) error {
@@ -301,6 +318,9 @@ func (s *simCluster) Status(_ context.Context, id int32) (runtime.NodeState, err
 	if s.c.Broker(id) == nil {
 		return runtime.StateStopped, nil
 	}
+	if s.c.Paused(id) {
+		return runtime.StatePaused, nil
+	}
 	return runtime.StateRunning, nil
 }
 
@@ -309,6 +329,7 @@ func (s *simCluster) Capabilities() runtime.Capabilities {
 	return runtime.Capabilities{
 		runtime.FaultKill:      {Support: runtime.Emulated, How: "simulated: the node's connections close and its goroutines end; with --lazyfs its unsynced writes are lost"},
 		runtime.FaultStop:      {Support: runtime.Emulated, How: "simulated: controlled shutdown of the in-process broker"},
+		runtime.FaultPause:     {Support: runtime.Emulated, How: "simulated: nothing the node does reaches its network or returns to it until resume (its timers fire on time, their effects wait); peers' dials and writes are buffered, unanswered"},
 		runtime.FaultPartition: {Support: runtime.Emulated, How: "simulated: the in-memory network stalls the cut links both ways, as TCP does"},
 		runtime.FaultDelay:     {Support: runtime.Emulated, How: "simulated: each write on the node's links waits the delay (+- jitter) in virtual time"},
 		runtime.FaultLoss:      {Support: runtime.Emulated, How: "simulated: a lost write costs a 200 ms retransmission delay"},
@@ -329,4 +350,50 @@ func (s *simCluster) Close(context.Context) error {
 	s.c.Close()
 	dialer.Set(nil)
 	return nil
+}
+
+// NodeFaults says the sim arms disk and clock faults
+// (runtime.CheckNodeFaults).
+func (Runtime) NodeFaults() bool { return true }
+
+// ArmNodeFaults implements runtime.NodeFaulter: node id's state directly;
+// a flip is made by the running broker at once (a node that is down
+// records it failed).
+func (s *simCluster) ArmNodeFaults(_ context.Context, id int32, nc nodefault.Control) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.node(id); err != nil {
+		return err
+	}
+	nf := s.c.NodeFaults(id)
+	if err := nf.Apply(nc); err != nil {
+		return err
+	}
+	if nc.Flip == nil || flipDone(nf.Events(), nc.Flip.ID) {
+		return nil
+	}
+	if b := s.c.Broker(id); b != nil {
+		b.FlipBit(*nc.Flip)
+	} else {
+		nf.Record(nodefault.Event{Time: time.Now().UnixNano(), Kind: nodefault.EventFlipFailed, ID: nc.Flip.ID,
+			Node: id, Partition: -1, Error: "node down"})
+	}
+	return nil
+}
+
+func flipDone(es []nodefault.Event, id string) bool {
+	for _, e := range es {
+		if e.ID == id && (e.Kind == nodefault.EventFlip || e.Kind == nodefault.EventFlipFailed) {
+			return true
+		}
+	}
+	return false
+}
+
+// NodeFaultEvents implements runtime.NodeFaulter.
+func (s *simCluster) NodeFaultEvents(_ context.Context, id int32) ([]nodefault.Event, error) {
+	if id < 1 || int(id) > len(s.infos) {
+		return nil, fmt.Errorf("no node %d", id)
+	}
+	return s.c.NodeFaults(id).Events(), nil
 }

@@ -20,6 +20,8 @@ import (
 
 	"gregor/cluster"
 	"gregor/cluster/faultnet"
+	"gregor/cluster/nodefault"
+	"gregor/cluster/storage"
 	"gregor/internal/fsys"
 )
 
@@ -49,10 +51,14 @@ type Options struct {
 // Cluster is a simulated cluster.
 type Cluster struct {
 	// Net is the network every node and client dials over.
-	Net     faultnet.Network
-	cfgs    []cluster.Config
-	layers  []*faultnet.Layer
-	hosts   []string
+	Net    faultnet.Network
+	cfgs   []cluster.Config
+	layers []*faultnet.Layer
+	faults []*nodefault.State
+	hosts  []string
+	// mu guards brokers: the harness's kills and restarts and a node's own
+	// halt (a log-dir failure) come from different goroutines.
+	mu      chanLock
 	brokers []*cluster.Broker // nil while down
 }
 
@@ -91,8 +97,12 @@ func Start(opts Options) (*Cluster, error) {
 		// A node's layer outlives its restarts, as the process runtime's
 		// control file does: faults in force apply to a restarted node.
 		layer := faultnet.NewOn(opts.Hosts(p.ID), c.Net)
+		// So do its disk and clock (cluster/nodefault).
+		nf := nodefault.New(opts.FS, storage.IsSegmentFile)
+		id := p.ID
 		cfg := cluster.Config{NodeID: p.ID, Listen: p.KafkaAddr, DataDir: opts.DataDir(p.ID), Peers: peers,
-			Logger: opts.Logger, Net: layer, FS: opts.FS}
+			Logger: opts.Logger, Net: layer, FS: opts.FS, NodeFaults: nf,
+			Halt: func() { go c.halt(id) }}
 		if mem {
 			// The node's "disk" for snapshots: kept across its restarts.
 			cfg.RaftSnapshots = raft.NewInmemSnapshotStore()
@@ -102,6 +112,7 @@ func Start(opts Options) (*Cluster, error) {
 		}
 		c.cfgs = append(c.cfgs, cfg)
 		c.layers = append(c.layers, layer)
+		c.faults = append(c.faults, nf)
 		c.hosts = append(c.hosts, opts.Hosts(p.ID))
 		c.brokers = append(c.brokers, nil)
 	}
@@ -115,10 +126,16 @@ func Start(opts Options) (*Cluster, error) {
 }
 
 // Broker is node id's running broker, or nil while it is down.
-func (c *Cluster) Broker(id int32) *cluster.Broker { return c.brokers[id-1] }
+func (c *Cluster) Broker(id int32) *cluster.Broker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.brokers[id-1]
+}
 
 // Restart starts node id (down after a kill).
 func (c *Cluster) Restart(id int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.brokers[id-1] != nil {
 		return fmt.Errorf("node %d is up", id)
 	}
@@ -132,8 +149,15 @@ func (c *Cluster) Restart(id int32) error {
 
 // Kill ends node id as SIGKILL would: its goroutines end without a
 // controlled shutdown, and with lazyfs storage what was not yet durable is
-// lost (a power cut).
-func (c *Cluster) Kill(id int32) error {
+// lost (a power cut). A SIGKILLed process writes nothing more: no clean-shutdown marker, no
+// HW checkpoint, so the node's next start recovers its logs (a bit flipped
+// at rest is found there); without lazyfs every write already reached the
+// disk (the page cache survives a process crash), so nothing else is lost.
+func (c *Cluster) Kill(id int32) error { return c.kill(id) }
+
+func (c *Cluster) kill(id int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	b := c.brokers[id-1]
 	if b == nil {
 		return nil
@@ -144,11 +168,40 @@ func (c *Cluster) Kill(id int32) error {
 		// the kernel closes a killed process's sockets.
 		m.CloseHost(c.hosts[id-1])
 	}
-	if c.cfgs[id-1].Storage.LazyFS {
-		return b.PowerCut()
-	}
-	return b.Crash()
+	// SIGKILL ends a stopped process too: its calls held by the pause
+	// now fail on the closed sockets, and its goroutines end.
+	c.layers[id-1].Thaw()
+	return b.PowerCut()
 }
+
+// Pause freezes node id as SIGSTOP does: nothing it does reaches the
+// network until Resume, while its peers' connections to it still take
+// bytes and dials (faultnet.Layer.Freeze). Its goroutines are not stopped
+// (Go cannot stop a set of goroutines): each one that would act outside
+// the node waits at the node's layer, and its timers fire on time, so on
+// Resume what fell due during the pause is acted on at once.
+func (c *Cluster) Pause(id int32) error {
+	if c.brokers[id-1] == nil {
+		return fmt.Errorf("node %d is down", id)
+	}
+	c.layers[id-1].Freeze()
+	return nil
+}
+
+// Resume continues a paused node (SIGCONT).
+func (c *Cluster) Resume(id int32) { c.layers[id-1].Thaw() }
+
+// Paused says whether node id is paused.
+func (c *Cluster) Paused(id int32) bool { return c.layers[id-1].Frozen() }
+
+// halt ends node id as its log-directory failure does (Kafka's
+// Exit.halt): nothing more is written, no clean-shutdown marker either, so
+// its next start recovers the directory; on a goroutine of its own, since
+// the broker's own goroutine asks for it.
+func (c *Cluster) halt(id int32) { _ = c.kill(id) }
+
+// NodeFaults is node id's disk and clock, kept across its restarts.
+func (c *Cluster) NodeFaults(id int32) *nodefault.State { return c.faults[id-1] }
 
 // Isolate cuts node id off from every other node, both ways (the clients
 // still reach it: client-link faults are the harness's).
@@ -184,11 +237,16 @@ func (c *Cluster) FS() fsys.FS { return c.cfgs[0].FS }
 func (c *Cluster) DataDir(id int32) string { return c.cfgs[id-1].DataDir }
 
 // Stop is SIGTERM: a controlled shutdown (leadership moves away first).
+// A paused node is continued first, as the process runtime does: a
+// stopped process cannot act on SIGTERM.
 func (c *Cluster) Stop(id int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	b := c.brokers[id-1]
 	if b == nil {
 		return nil
 	}
+	c.Resume(id)
 	c.brokers[id-1] = nil
 	return b.Close()
 }

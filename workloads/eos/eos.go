@@ -186,7 +186,7 @@ func (w *Workload) Crash() (int, func(), bool) {
 }
 
 func (w *Workload) baseOpts() []kgo.Opt {
-	return []kgo.Opt{kgo.SeedBrokers(w.cfg.Bootstrap...), dialer.Opt(time.Second),
+	return []kgo.Opt{kgo.SeedBrokers(w.cfg.Bootstrap...), dialer.Opt(time.Second), dialer.Auth(),
 		kgo.RequestTimeoutOverhead(2 * time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 		kgo.MetadataMinAge(100 * time.Millisecond), kgo.MetadataMaxAge(5 * time.Second)}
 }

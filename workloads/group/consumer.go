@@ -101,7 +101,7 @@ func (c *consumer) opts(ctx context.Context) []kgo.Opt {
 	o := []kgo.Opt{
 		kgo.WithContext(ctx),
 		kgo.SeedBrokers(c.w.prod.Bootstrap...),
-		kgo.Dialer(c.dial.dial),
+		kgo.Dialer(c.dial.dial), dialer.Auth(),
 		kgo.RequestTimeoutOverhead(2 * time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 		kgo.MetadataMinAge(100 * time.Millisecond),
@@ -507,7 +507,7 @@ func newKillDialer(links func(int) func(context.Context, string, string) (net.Co
 	if links != nil {
 		k.dialFn = links(proc)
 	} else {
-		k.dialFn = dialer.Dial(time.Second)
+		k.dialFn = dialer.Secure(dialer.Dial(time.Second))
 	}
 	return k
 }

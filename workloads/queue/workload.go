@@ -84,7 +84,7 @@ func (w *Workload) Run(ctx context.Context) error {
 func (w *Workload) baseOpts(proc int) []kgo.Opt {
 	o := []kgo.Opt{
 		kgo.SeedBrokers(w.cfg.Bootstrap...),
-		dialer.Opt(time.Second),
+		dialer.Opt(time.Second), dialer.Auth(),
 		kgo.RequestTimeoutOverhead(requestOverhead),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 		kgo.MetadataMinAge(100 * time.Millisecond),

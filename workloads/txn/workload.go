@@ -118,7 +118,7 @@ func (w *Workload) Run(ctx context.Context) error {
 func (w *Workload) baseOpts() []kgo.Opt {
 	o := []kgo.Opt{
 		kgo.SeedBrokers(w.cfg.Bootstrap...),
-		dialer.Opt(time.Second),
+		dialer.Opt(time.Second), dialer.Auth(),
 		kgo.RequestTimeoutOverhead(2 * time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 		kgo.MetadataMinAge(100 * time.Millisecond),

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gregor/history"
+	"gregor/internal/dialer"
+)
+
+// gregor run --runtime external against a SASL_SSL cluster (SCRAM-SHA-512)
+// that `gregor up` started in another process: the run's clients
+// authenticate over TLS with the CA up printed, a kill lands, the history
+// is valid, and the password appears nowhere in the run directory
+// (history, test.json, run.json, results, report, logs). A run without the
+// security flags cannot reach the cluster.
+func TestExternalRuntimeSASLSSL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots clusters")
+	}
+	t.Cleanup(func() { dialer.SetSecurity(nil) })
+	bin := gregorBinary(t)
+	t.Setenv("GREGOR_BINARY", bin)
+	name := fmt.Sprintf("xt-sasl-%d", os.Getpid())
+	const password = "pw-9f3b1c7e-never-logged"
+	pwFile := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sec := []string{"--security-protocol", "SASL_SSL", "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "admin", "--sasl-password-file", pwFile}
+	var out syncBuffer
+	cmd := exec.Command(bin, append(append([]string{"up", "--name", name, "--runtime", "process", "--nodes", "3"}, upArgs...), sec...)...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	caLine := regexp.MustCompile(`(?m)^tls ca: (\S+)$`)
+	bootLine := regexp.MustCompile(`(?m)^bootstrap: (\S+)$`)
+	var ca, boot string
+	deadline := time.After(60 * time.Second)
+	for ca == "" {
+		if m := caLine.FindStringSubmatch(out.String()); m != nil {
+			ca, boot = m[1], bootLine.FindStringSubmatch(out.String())[1]
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("gregor up exited (%v):\n%s", err, out.String())
+		case <-deadline:
+			t.Fatalf("gregor up printed no tls ca within 60s:\n%s", out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	faults := faultFile(t, bin, name)
+	store := t.TempDir()
+	base := []string{"run", "--runtime", "external", "--bootstrap", boot, "--faults", faults, "--store", store, "--seed", "5",
+		"--nemesis", "kill", "--nemesis-interval", "2s", "--nemesis-duration", "3s", "--time-limit", "8s", "--warm-up", "1s",
+		"--idempotence", "--concurrency", "4", "--rate", "100"}
+	if _, err := execGregor(base...); err == nil {
+		t.Fatal("a run without security flags reached a SASL_SSL cluster")
+	}
+	store = t.TempDir()
+	base[8] = store
+	args := append(append(base, sec...), "--tls-ca", ca)
+	res, err := execGregor(args...)
+	if err != nil {
+		t.Fatalf("run against the SASL_SSL cluster: %v\n%s", err, res)
+	}
+	dir := filepath.Join(store, "queue", history.LatestLink)
+	run, err := history.ReadRun(filepath.Join(dir, history.HistoryFile), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oks := 0
+	for _, op := range run.Ops {
+		if op.Process >= 0 && op.Type == history.OK {
+			oks++
+		}
+	}
+	if oks == 0 {
+		t.Fatal("no operation succeeded over SASL_SSL")
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	files := 0
+	filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		files++
+		if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(password)) {
+			t.Errorf("%s holds the SASL password", p)
+		}
+		return nil
+	})
+	if files < 5 {
+		t.Fatalf("only %d files in the run directory %s", files, real)
+	}
+	if strings.Contains(out.String(), password) {
+		t.Error("gregor up's output holds the SASL password")
+	}
+}
+
+// gregor run --runtime process with SASL_SSL boots a secured three-broker
+// cluster for the run (a CA of its own, each broker's certificate issued
+// from it, replication and controller RPCs over the secured listener):
+// the clients' operations succeed, the history is valid, and the password
+// is nowhere in the run directory.
+func TestRunProcessSASLSSL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots clusters")
+	}
+	t.Cleanup(func() { dialer.SetSecurity(nil) })
+	t.Setenv("GREGOR_BINARY", gregorBinary(t))
+	const password = "pw-4d2a-process-run"
+	pwFile := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	out, err := execGregor("run", "--runtime", "process", "--store", store, "--nodes", "3", "--rf", "3", "--min-isr", "2",
+		"--time-limit", "5s", "--warm-up", "1s", "--concurrency", "4", "--rate", "100",
+		"--security-protocol", "SASL_SSL", "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", "admin", "--sasl-password-file", pwFile)
+	if err != nil {
+		t.Fatalf("a SASL_SSL run on the process runtime: %v\n%s", err, out)
+	}
+	dir, _ := filepath.EvalSymlinks(filepath.Join(store, "queue", history.LatestLink))
+	run, err := history.ReadRun(filepath.Join(dir, history.HistoryFile), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oks := 0
+	for _, op := range run.Ops {
+		if op.Process >= 0 && op.Type == history.OK {
+			oks++
+		}
+	}
+	if oks == 0 {
+		t.Fatal("no operation succeeded over SASL_SSL")
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(password)) {
+				t.Errorf("%s holds the SASL password", p)
+			}
+		}
+		return err
+	})
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"gregor/harness"
+	"gregor/internal/dialer"
+	"gregor/internal/security"
+)
+
+// securityFlags are a client's security settings: the flags, or a Kafka
+// client properties file, never both. Every command that talks to a
+// cluster binds them (run, up, describe); load checks them once and makes
+// them every client's (dialer.SetSecurity).
+type securityFlags struct {
+	cfg   security.Config
+	props string
+	fl    *pflag.FlagSet
+}
+
+func (s *securityFlags) register(fl *pflag.FlagSet) {
+	s.fl = fl
+	fl.StringVar(&s.cfg.Protocol, "security-protocol", "", "security.protocol: PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL")
+	fl.StringVar(&s.cfg.Mechanism, "sasl-mechanism", "", "sasl.mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	fl.StringVar(&s.cfg.User, "sasl-user", "", "SASL user name")
+	fl.StringVar(&s.cfg.PasswordFile, "sasl-password-file", "", "file whose first line is the SASL password (never a flag: it would show in ps and histories)")
+	fl.StringVar(&s.cfg.CAFile, "tls-ca", "", "PEM file of the CA that signed the brokers' certificates (ssl.truststore)")
+	fl.StringVar(&s.cfg.CertFile, "tls-cert", "", "PEM client certificate, for brokers that ask for one (ssl.keystore)")
+	fl.StringVar(&s.cfg.KeyFile, "tls-key", "", "PEM key of --tls-cert")
+	fl.StringVar(&s.props, "client-properties", "", "a Kafka client properties file instead of the flags above (security.protocol, sasl.mechanism, sasl.jaas.config or sasl.username/sasl.password, ssl.truststore.location with ssl.truststore.type=PEM, ...)")
+}
+
+var securityFlagNames = []string{"security-protocol", "sasl-mechanism", "sasl-user", "sasl-password-file", "tls-ca", "tls-cert", "tls-key"}
+
+// load checks the settings and makes them every client's.
+func (s *securityFlags) load() (*security.Config, error) {
+	if s.props != "" {
+		for _, n := range securityFlagNames {
+			if s.fl.Changed(n) {
+				return nil, fmt.Errorf("--client-properties with --%s: give the properties file or the flags, not both", n)
+			}
+		}
+		c, err := security.ParseProperties(s.props)
+		if err != nil {
+			return nil, err
+		}
+		s.cfg = c
+	}
+	if err := s.cfg.Load(); err != nil {
+		return nil, err
+	}
+	dialer.SetSecurity(&s.cfg)
+	return &s.cfg, nil
+}
+
+// brokerSecurityFlags are `gregor broker`'s: the listener's protocol (by
+// its name in --listen and --listener-security-protocol-map, as Kafka's
+// listeners and listener.security.protocol.map), its certificate, and the
+// broker's own credentials for its peers.
+type brokerSecurityFlags struct {
+	protocolMap string
+	mechanisms  string
+	certFile    string
+	keyFile     string
+	caFile      string
+	caKeyFile   string
+	mechanism   string
+	user        string
+	password    string
+	superUsers  string
+}
+
+const defaultProtocolMap = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+
+func (f *brokerSecurityFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.protocolMap, "listener-security-protocol-map", defaultProtocolMap, "listener.security.protocol.map: NAME:PROTOCOL,... (the listener's name is --listen's NAME://, default PLAINTEXT)")
+	fl.StringVar(&f.mechanisms, "sasl-enabled-mechanisms", security.DefaultMechanisms, "sasl.enabled.mechanisms")
+	fl.StringVar(&f.certFile, "tls-cert", "", "the broker's PEM certificate (ssl.keystore), served and shown to peers")
+	fl.StringVar(&f.keyFile, "tls-key", "", "PEM key of --tls-cert")
+	fl.StringVar(&f.caFile, "tls-ca", "", "PEM CA the brokers' certificates chain to (ssl.truststore)")
+	fl.StringVar(&f.caKeyFile, "tls-ca-key", "", "PEM key of --tls-ca: without --tls-cert, the broker issues itself a certificate for its advertised host")
+	fl.StringVar(&f.mechanism, "sasl-mechanism", "", "sasl.mechanism.inter.broker.protocol")
+	fl.StringVar(&f.user, "sasl-user", "", "the broker's own SASL user (inter-broker), also a bootstrap credential for PLAIN and SCRAM and a super user")
+	fl.StringVar(&f.password, "sasl-password-file", "", "file whose first line is --sasl-user's password")
+	fl.StringVar(&f.superUsers, "super-users", "", "super.users: User:NAME;User:NAME")
+}
+
+// listener splits --listen's NAME:// (Kafka's listeners) from its address
+// and finds the listener's protocol in the map.
+func (f *brokerSecurityFlags) listener(listen string) (name, addr, protocol string, err error) {
+	name, addr = "PLAINTEXT", listen
+	if n, a, ok := strings.Cut(listen, "://"); ok {
+		name, addr = strings.ToUpper(n), a
+	}
+	for _, kv := range strings.Split(f.protocolMap, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), ":")
+		if !ok {
+			return "", "", "", fmt.Errorf("--listener-security-protocol-map %q: give NAME:PROTOCOL,...", f.protocolMap)
+		}
+		if strings.EqualFold(k, name) {
+			return name, addr, strings.ToUpper(v), nil
+		}
+	}
+	return "", "", "", fmt.Errorf("listener %s (--listen %s) is not in --listener-security-protocol-map %s: add %s:PROTOCOL", name, listen, f.protocolMap, name)
+}
+
+func (f *brokerSecurityFlags) superUserList() ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(f.superUsers, ";") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !strings.HasPrefix(p, "User:") {
+			return nil, errors.New("--super-users: give principals as User:NAME;User:NAME")
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, strings.ToUpper(p))
+		}
+	}
+	return out
+}
+
+// secureBoot readies a cluster gregor boots for sec: the brokers' listener
+// takes sec's protocol and its user as their bootstrap credential, and
+// with TLS a CA made here (in a directory of its own, removed by the
+// returned cleanup), from which each broker issues itself a certificate and
+// which the clients trust. The user's own TLS files are for clusters gregor
+// did not boot. Only the process runtime's brokers can read the files.
+func secureBoot(c *harness.ClusterConfig, sec *security.Config, runtimeName string) (cleanup func(), err error) {
+	cleanup = func() {}
+	if !sec.Secured() {
+		return cleanup, nil
+	}
+	if runtimeName != "process" {
+		return cleanup, fmt.Errorf("--security-protocol %s with --runtime %s: secured clusters boot on --runtime process only (its brokers read the CA and password files); give --runtime process", sec.Protocol, runtimeName)
+	}
+	if sec.CAFile != "" || sec.CertFile != "" || sec.KeyFile != "" {
+		return cleanup, errors.New("--tls-ca, --tls-cert and --tls-key are for a cluster gregor did not boot: a cluster gregor boots gets a CA of its own (printed as \"tls ca:\")")
+	}
+	if sec.PasswordFile != "" {
+		if sec.PasswordFile, err = filepath.Abs(sec.PasswordFile); err != nil {
+			return cleanup, err
+		}
+	}
+	if sec.TLS() {
+		dir, err := os.MkdirTemp("", "gregor-tls-")
+		if err != nil {
+			return cleanup, err
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+		if sec.CAFile, c.CAKey, err = security.WriteCA(dir); err != nil {
+			cleanup()
+			return func() {}, err
+		}
+		if err := sec.Load(); err != nil { // now trusting the new CA
+			cleanup()
+			return func() {}, err
+		}
+	}
+	c.Security = *sec
+	dialer.SetSecurity(sec)
+	return cleanup, nil
+}
