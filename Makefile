@@ -45,12 +45,16 @@ test-short:
 # make check: the main job. The curated configuration matrix (acks 0/1/all,
 # min ISR 1/2, unclean on/off under leader kill, leader isolation, pause,
 # whole-cluster power loss without and with fsync, a stranded leader,
-# client-link faults, KIP-101's story), three seeds per cell, on the process
-# runtime, CHECK_J runs at a time; fails only on a forbidden anomaly or a
+# client-link faults, KIP-101's story): each cell with 30 seeds on the
+# simulation and one on the process runtime beside it (the file's
+# runtimes:), the process runtime's cells CHECK_J at a time and the sim's
+# CHECK_SIM_J at a time beside them (niced: on virtual time, a CPU it waits
+# for changes nothing it measures); fails only on a forbidden anomaly or a
 # crashed cell, and prints where the report is.
 CHECK_J ?= 4
+CHECK_SIM_J ?= 2
 check: build
-	./$(BIN) matrix -j $(CHECK_J) --config matrix/default.yaml --out store/matrix-default
+	./$(BIN) matrix -j $(CHECK_J) --lane sim=$(CHECK_SIM_J) --config matrix/default.yaml --out store/matrix-default
 
 # make validate: the harness measures itself: each of the 8 planted bugs'
 # detection rate under the fault most likely to expose it (10 runs each),

@@ -93,6 +93,9 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 	checkCommitRegression(ix, col)
 	checkMinISR(ix, col, cfg, opts.Metadata)
 	txnWarnings := append(checkTxns(ix, col), checkEOS(ix, col)...)
+	if err := checkShare(ix, col); err != nil {
+		return Result{}, &InputError{-1, -1, err.Error()}
+	}
 	<-order
 	col.merge(orderCol)
 	<-figures

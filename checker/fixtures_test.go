@@ -70,6 +70,13 @@ func TestFixturesNameExactlyTheirAnomaly(t *testing.T) {
 		{EOSMissing, []int64{3, 9}, ""},
 		{EOSReorder, []int64{5, 5}, "out/0"},
 		{EOSOffsetMismatch, []int64{3, 9}, ""},
+		// Share groups (share.go).
+		{ShareDoubleAcquire, []int64{3, 5, 7}, "t/0"},
+		{ShareAcceptedRedelivered, []int64{3, 5, 7}, "t/0"},
+		{ShareSkip, []int64{1, 5}, "t/0"},
+		{ShareOverLimit, []int64{11}, "t/0"},
+		{ShareReleaseLost, []int64{3}, "t/0"},
+		{ShareLateAck, []int64{3, 5}, "t/0"},
 	}
 	if len(cases) != len(AnomalyNames) {
 		t.Fatalf("%d fixtures for %d anomaly names", len(cases), len(AnomalyNames))

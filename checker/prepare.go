@@ -57,7 +57,7 @@ func standalone(op *history.Op) bool {
 		return true
 	}
 	switch op.F {
-	case history.FProcess, history.FAssign, history.FSubscribe, history.FCrash, history.FRebalance, history.FCommit:
+	case history.FProcess, history.FAssign, history.FSubscribe, history.FCrash, history.FRebalance, history.FCommit, history.FShareDrain:
 		return true
 	}
 	return false

@@ -43,7 +43,8 @@ const (
 var AnomalyNames = []string{LostWrite, Unseen, Duplicate, InconsistentOffsets, NonmonotonicSend,
 	PollSkip, NonmonotonicPoll, G1a, CommittedSkip, Redelivered, CommittedOffsetRegression, Nonlinearizable, UnderMinISRAck,
 	AbortedRead, TornTransaction, LostCommittedWrite, IntermediateRead, G0, G1c, GSingle,
-	EOSDuplicate, EOSMissing, EOSReorder, EOSOffsetMismatch}
+	EOSDuplicate, EOSMissing, EOSReorder, EOSOffsetMismatch,
+	ShareDoubleAcquire, ShareAcceptedRedelivered, ShareSkip, ShareOverLimit, ShareReleaseLost, ShareLateAck}
 
 // Validity is true, false or unknown; it marshals as true, false or "unknown".
 type Validity int8

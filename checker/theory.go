@@ -90,6 +90,12 @@ import (
 //	G-single                        the txn workload, even without faults: read_committed is not a
 //	                                snapshot; a poll fetches partitions separately and the
 //	                                markers land partition by partition (read skew)
+//	share-accepted-redelivered      the share workload, where a commit can be lost (above): __share_group_state is
+//	                                written as __consumer_offsets is
+//	share-skip                      the share workload, where records consumers read can vanish (readLossReason)
+//	share-double-acquire, share-    never: a lock is the partition leader's, and a failover
+//	over-limit, share-release-lost, ends it without any consumer's acknowledgement being
+//	share-late-ack                  taken; delivery counts and releases are persisted first
 //	aborted records read by         not an anomaly in any version: read_uncommitted returns
 //	read_uncommitted polls          every record below the high watermark (KIP-98); counted in
 //	                                stats.uncommitted_aborted_reads
@@ -214,6 +220,15 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	if commitLoss := commitLossReason(cfg, leaderLoss, powerLoss, powerLossOnMost, minISR); commitLoss != "" {
 		allow(commitLoss, CommittedOffsetRegression)
 		allow(commitLoss+"; the next owner of the partition processes again what the lost commit covered", Redelivered)
+		// __share_group_state is written as __consumer_offsets is (acks=all,
+		// the cluster's RF and min ISR): a lost state write takes the share
+		// partition back to an older start offset.
+		if cfg.Workload == history.WorkloadShare {
+			allow(commitLoss+"; a share partition's state lives in __share_group_state, written the same way, and a lost write brings accepted records back (KIP-932's ShareCoordinator)", ShareAcceptedRedelivered)
+		}
+	}
+	if why := readLossReason(cfg, leaderLoss, powerLoss); why != "" && cfg.Workload == history.WorkloadShare {
+		allow(why+"; the offset a share group skipped can hold another record than the one it delivered", ShareSkip)
 	}
 	if cfg.CommitMode == "on-revoked" && anyFault {
 		allow("commit in onPartitionsRevoked only: a crashed consumer never revokes, so what it processed since its last rebalance is consumed again by the next owner: at-least-once (seed 000 §8)", Redelivered)

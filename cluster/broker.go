@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/faultnet"
+	"gregor/cluster/faultpoint"
 	"gregor/cluster/meta"
 	"gregor/cluster/nodefault"
 	"gregor/cluster/replica"
@@ -51,6 +52,8 @@ type Broker struct {
 	// with it the connections its markers and leaders' verifications use.
 	txns        *txn.Coordinator
 	markerConns *peerConns
+	// shares runs KIP-932's share roles (shares.go); they stop with b.stop.
+	shares      *shareRoles
 	verifyConns *peerConns
 
 	mu         sync.RWMutex
@@ -176,6 +179,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.server = wire.NewServer(b, wopts)
 	b.groups = b.startGroups()
 	b.txns = b.startTxns()
+	b.shares = b.startShares()
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	b.stopWatch = stopWatch
 	if cfg.Net == nil {
@@ -270,13 +274,21 @@ func (b *Broker) shutdown(controlled bool) error {
 		return nil
 	default:
 	}
+	if !controlled {
+		// A crash stops at once, before taking any lock: a goroutine that a
+		// fault point's crash stalled (the simulation's, which waits on
+		// Stopping) may hold b.mu.
+		close(b.stop)
+	}
 	b.mu.RLock()
 	q := b.q
 	b.mu.RUnlock()
 	if q != nil && controlled {
 		q.shutdown(true, b.cfg.ShutdownTimeout)
 	}
-	close(b.stop)
+	if controlled {
+		close(b.stop)
+	}
 	if q != nil && !controlled {
 		q.shutdown(false, 0)
 	}
@@ -398,6 +410,8 @@ func (b *Broker) apply(im *meta.Image) error {
 				opts.RetentionMs = layers.Int(meta.ConfigRetentionMs)
 				opts.RetentionBytes = layers.Int(meta.ConfigRetentionSize)
 				opts.SegmentBytes = layers.Int(meta.ConfigSegmentBytes)
+				at := faultpoint.Attrs{Node: b.cfg.NodeID, Topic: t.Name, Partition: ps.Index}
+				opts.Rolled = func(int64) { faultpoint.Hit(faultpoint.SegmentRolled, at) }
 				l, err := storage.Open(partitionDir(b.cfg.DataDir, t.Name, ps.Index), opts)
 				if err != nil {
 					return fmt.Errorf("opening %s/%d: %w", t.Name, ps.Index, err)

@@ -23,7 +23,14 @@ var bugSwitches = map[string]func(*Config){
 	"txn-offsets-early":     func(c *Config) { c.Groups.Bugs.TxnOffsetsEarly = true },
 	// KIP-848 consumer groups.
 	"assign-before-revoke": func(c *Config) { c.Groups.Bugs.AssignBeforeRevoke = true },
+	// Share groups (KIP-932).
+	BugShareAckAfterLockExpiry: func(c *Config) { c.Share.Bugs.AckAfterLockExpiry = true },
 }
+
+// BugShareAckAfterLockExpiry is the share-partition leader's planted bug:
+// an acknowledgement is taken from the consumer whose acquisition lock
+// expired (share.Bugs.AckAfterLockExpiry).
+const BugShareAckAfterLockExpiry = "share-ack-after-lock-expiry"
 
 // BugElectOutsideISR is the controller's planted bug: elect a leader
 // outside the ISR although unclean election is off.
@@ -60,7 +67,7 @@ func ParseBugs(names []string) (replica.Bugs, error) {
 	}
 	var plain Config
 	plain.Bugs = c.Bugs
-	if c.ElectOutsideISR || c.Txn.Bugs != plain.Txn.Bugs || c.Groups.Bugs != plain.Groups.Bugs {
+	if c.ElectOutsideISR || c.Txn.Bugs != plain.Txn.Bugs || c.Groups.Bugs != plain.Groups.Bugs || c.Share.Bugs != plain.Share.Bugs {
 		return c.Bugs, fmt.Errorf("planted bugs %v are not all partition-replica bugs: plant them with PlantBugs", names)
 	}
 	return c.Bugs, nil

@@ -17,6 +17,7 @@ import (
 	"gregor/cluster/meta"
 	"gregor/cluster/nodefault"
 	"gregor/cluster/replica"
+	"gregor/cluster/share"
 	"gregor/cluster/storage"
 	"gregor/cluster/txn"
 	"gregor/internal/fsys"
@@ -85,6 +86,10 @@ type Config struct {
 	// Txn configures the transaction coordinator (__transaction_state
 	// partitions, timeout checks); zero values take txn.Config's defaults.
 	Txn txn.Config
+	// Share configures KIP-932's share groups (lock duration, delivery
+	// count limit, __share_group_state partitions); zero values take
+	// share.Config's defaults (Kafka's).
+	Share share.Config
 
 	// Net, when set, is the fault layer every connection of the broker goes
 	// through, and through it the network (faultnet.NewOn over the

@@ -32,6 +32,14 @@ func (b *Broker) faultCrash() {
 // faultCut drops this node's links to every peer for d, then puts the rules
 // back unless the harness changed them meanwhile.
 func (b *Broker) faultCut(d time.Duration) {
+	lift := b.cutPeers()
+	time.Sleep(d)
+	lift()
+}
+
+// cutPeers drops every link to the peers and returns what puts the rules
+// back, unless the harness changed them meanwhile.
+func (b *Broker) cutPeers() (lift func()) {
 	before := b.net.Rules()
 	cut := before
 	cut.Drop = slices.Clone(before.Drop)
@@ -44,8 +52,26 @@ func (b *Broker) faultCut(d time.Duration) {
 		}
 	}
 	b.net.Set(cut)
-	time.Sleep(d)
-	if now := b.net.Rules(); slices.Equal(now.Drop, cut.Drop) && now.DelayMs == cut.DelayMs && now.LossPct == cut.LossPct {
-		b.net.Set(before)
+	return func() {
+		if now := b.net.Rules(); slices.Equal(now.Drop, cut.Drop) && now.DelayMs == cut.DelayMs && now.LossPct == cut.LossPct {
+			b.net.Set(before)
+		}
 	}
+}
+
+// Stopping is closed once the broker begins to stop (a crash, a kill or a
+// controlled shutdown): a runtime holding brokers in its own process (the
+// simulation) waits on it where a fault point's crash would have exited.
+func (b *Broker) Stopping() <-chan struct{} { return b.stop }
+
+// FaultCutAsync is the cut action of this broker's fault points for a
+// runtime that installs the handlers itself (the simulation, which has no
+// control file): every link to its peers dropped now, lifted after d on a
+// goroutine of its own, so the hitting goroutine does not block.
+func (b *Broker) FaultCutAsync(d time.Duration) {
+	lift := b.cutPeers()
+	go func() {
+		time.Sleep(d)
+		lift()
+	}()
 }

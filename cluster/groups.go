@@ -29,7 +29,7 @@ type groupCoordinator = group.Coordinator
 // TODO(lead): expose Config.Groups if harness configs need to tune it.
 func (b *Broker) groupConfig() group.Config {
 	c := b.cfg.Groups
-	c.Logger = b.log
+	c.Logger, c.Node = b.log, b.cfg.NodeID
 	if c.Clock == nil {
 		c.Clock = b.coordClock()
 	}

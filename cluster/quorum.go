@@ -228,7 +228,7 @@ func (q *quorum) convert(im *controller.Image) *meta.Image {
 			Partitions: t.Partitions}
 	}
 	// Shared, not copied: a published controller image is never modified.
-	out.ClusterConfigs, out.BrokerConfigs, out.Scram = im.ClusterConfigs, im.BrokerConfigs, im.Scram
+	out.ClusterConfigs, out.BrokerConfigs, out.Scram, out.GroupConfigs = im.ClusterConfigs, im.BrokerConfigs, im.Scram, im.GroupConfigs
 	q.image, q.seen = out, im.Version
 	return out
 }

@@ -29,7 +29,7 @@ import (
 func (b *Broker) startTxns() *txn.Coordinator {
 	cfg := b.cfg.Txn
 	cfg.Version = b.cfg.TransactionVersion
-	cfg.Logger = b.log
+	cfg.Logger, cfg.Node = b.log, b.cfg.NodeID
 	if cfg.Clock == nil {
 		cfg.Clock = b.coordClock()
 	}

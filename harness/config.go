@@ -374,7 +374,7 @@ func (c *Config) planOptions() nemesis.PlanOptions {
 	}
 	return nemesis.PlanOptions{Kinds: c.kinds(), Interval: c.Interval, Hold: c.Hold, Limit: c.TimeLimit, Shapes: shapes,
 		MinDelayHold: c.DeliveryTimeout + delayBeyondDelivery, Compose: c.Compose,
-		Points: pointNames(c.FaultPoints), PointActions: actionNames(c.PointActions), PointAfter: c.PointAfter}
+		Points: c.drawnPoints(), PointActions: actionNames(c.PointActions), PointAfter: c.PointAfter}
 }
 
 // delayBeyondDelivery is how much longer than the delivery timeout a

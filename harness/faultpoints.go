@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"gregor/cluster/faultpoint"
+	"gregor/history"
 	"gregor/nemesis"
 	"gregor/runtime"
+	"gregor/workloads/all"
 )
 
 // validatePoints checks --fault-points and --fault-point-actions.
@@ -37,12 +39,59 @@ func (c *Config) validatePoints() error {
 }
 
 // admitFaultPoints refuses the fault-points nemesis on a runtime whose
-// brokers have no points or no control channel for them.
+// brokers have no points or no control channel for them, and an action the
+// runtime does not carry out; with no --fault-point-actions the steps draw
+// from the runtime's actions (the sim's: crash and cut).
 func (t *Test) admitFaultPoints() error {
 	if !slices.Contains(t.Nemeses, string(nemesis.FaultPoints)) || t.Runtime == nil {
 		return nil
 	}
-	return runtime.CheckFaultPoints(t.Runtime)
+	if err := runtime.CheckFaultPoints(t.Runtime); err != nil {
+		return err
+	}
+	can := runtime.PointActions(t.Runtime)
+	if can == nil {
+		return nil
+	}
+	if len(t.PointActions) == 0 {
+		for _, a := range nemesis.DefaultPointActions {
+			if slices.Contains(can, a) {
+				t.PointActions = append(t.PointActions, string(a))
+			}
+		}
+		return nil
+	}
+	for _, a := range t.PointActions {
+		if !slices.Contains(can, faultpoint.Action(a)) {
+			return fmt.Errorf("--fault-point-actions %s with --runtime %s: it carries out only %v (a pause or hold blocks the goroutine at the point, which may hold a lock the simulation cannot wait on in virtual time); use --runtime process", a, t.Runtime.Name(), can)
+		}
+	}
+	return nil
+}
+
+// drawnPoints are the points a fault-points step draws from: --fault-points,
+// or else the points the run's workload reaches (issue 29: a point never
+// reached arms a step that fires nothing). Every workload writes records
+// (replication) and restarts brokers (controller); one with a consumer
+// group reaches the group coordinator, one with transactions the
+// transaction coordinator; segment-rolled only by --fault-points (a short
+// run's log stays in its first segment). The draw knows the workload, never
+// the bug.
+func (c *Config) drawnPoints() []faultpoint.Point {
+	if len(c.FaultPoints) > 0 {
+		return pointNames(c.FaultPoints)
+	}
+	in := []faultpoint.Scope{faultpoint.Replication, faultpoint.Controller}
+	d, ok := all.Workloads.Lookup(c.Workload)
+	groups := ok && d.Offers(history.NemesisConsumerRestart)
+	txns := ok && d.Offers(history.NemesisKillTxnCoordinator)
+	if groups || txns {
+		in = append(in, faultpoint.Coordinators, faultpoint.Groups)
+	}
+	if txns {
+		in = append(in, faultpoint.Transactions)
+	}
+	return faultpoint.PointsIn(in...)
 }
 
 func pointNames(names []string) []faultpoint.Point {

@@ -130,3 +130,31 @@ func TestFaultPointCrashAfterISRExpansion(t *testing.T) {
 		t.Fatalf("after the crash point: %v", err)
 	}
 }
+
+// The default draw is the points the workload reaches: a step armed at a
+// point the run never reaches fires nothing.
+func TestDrawnPointsFollowTheWorkload(t *testing.T) {
+	for _, tc := range []struct {
+		workload string
+		want     []faultpoint.Scope
+	}{
+		{"queue", []faultpoint.Scope{faultpoint.Replication, faultpoint.Controller}},
+		{"group", []faultpoint.Scope{faultpoint.Replication, faultpoint.Controller, faultpoint.Coordinators, faultpoint.Groups}},
+		{"txn", []faultpoint.Scope{faultpoint.Replication, faultpoint.Controller, faultpoint.Coordinators, faultpoint.Groups, faultpoint.Transactions}},
+	} {
+		c := DefaultConfig()
+		c.Workload = tc.workload
+		got := c.drawnPoints()
+		if !slices.Equal(got, faultpoint.PointsIn(tc.want...)) {
+			t.Errorf("%s: draws %v, want the points of %v", tc.workload, got, tc.want)
+		}
+		if slices.Contains(got, faultpoint.SegmentRolled) {
+			t.Errorf("%s: draws segment-rolled, which a short run never reaches", tc.workload)
+		}
+	}
+	c := DefaultConfig()
+	c.FaultPoints = []string{string(faultpoint.SegmentRolled)}
+	if got := c.drawnPoints(); !slices.Equal(got, []faultpoint.Point{faultpoint.SegmentRolled}) {
+		t.Errorf("--fault-points segment-rolled: draws %v", got)
+	}
+}

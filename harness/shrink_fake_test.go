@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gregor/checker"
+	"gregor/cluster/faultpoint"
 	"gregor/history"
 	"gregor/nemesis"
 	"gregor/runtime/process"
@@ -140,3 +141,71 @@ func TestShrinkTriesAFlakyCandidateAgain(t *testing.T) {
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+
+// A fault-point failure shrinks to one point and one action: the original
+// composes leader kills with three fault-points steps, and the failure
+// needs the step that crashes at isr-expand-applied; the shrunk schedule
+// is that one step, its arming (point, action, probability, firings)
+// kept through schedule.json, the kills and the other armings gone.
+func TestShrinkFaultPointFailureToOnePointAndAction(t *testing.T) {
+	store := t.TempDir()
+	orig := history.RunDir(filepath.Join(store, "queue", "20260101T000000.000Z"))
+	os.MkdirAll(string(orig), 0o755)
+	cfg := DefaultConfig()
+	cfg.Cluster.MinISR, cfg.Idempotence, cfg.Compose = 2, true, true
+	cfg.Nemeses, cfg.Target, cfg.PointTarget, cfg.Seed, cfg.TimeLimit = []string{"kill", "fault-points"}, "leader", "all", 5, 30*time.Second
+	crash := nemesis.PointArm{Point: faultpoint.ISRExpandApplied, Action: faultpoint.Crash, Probability: 0.5, Max: 2, For: 2 * time.Second}
+	sched := nemesis.Schedule{
+		{At: 1 * time.Second, Kind: nemesis.Kill, Hold: 2 * time.Second, Pick: 1},
+		{At: 2 * time.Second, Kind: nemesis.FaultPoints, Hold: 3 * time.Second, Pick: 2,
+			Point: nemesis.PointArm{Point: faultpoint.HWAdvanced, Action: faultpoint.Cut, Probability: 1, Max: 1, For: time.Second}},
+		{At: 7 * time.Second, Kind: nemesis.Kill, Hold: 2 * time.Second, Pick: 3},
+		{At: 8 * time.Second, Kind: nemesis.FaultPoints, Hold: 4 * time.Second, Pick: 4, Point: crash},
+		{At: 14 * time.Second, Kind: nemesis.FaultPoints, Hold: 3 * time.Second, Pick: 5,
+			Point: nemesis.PointArm{Point: faultpoint.ISRExpandApplied, Action: faultpoint.Cut, Probability: 1, Max: 1, For: time.Second}},
+		{At: 20 * time.Second, Kind: nemesis.Kill, Hold: 2 * time.Second, Pick: 6}}
+	if err := sched.Check(); err != nil {
+		t.Fatal(err)
+	}
+	sf := nemesis.RecordSchedule(sched, cfg.Seed, "leader", []int32{1, 2, 3}, nil, nil)
+	writeSchedule(orig, &sf)
+	writeSettings(orig, &cfg, "process")
+	b, _ := os.ReadFile(filepath.Join("..", "checker", "testdata", "lost-write.jsonl"))
+	os.WriteFile(orig.History(), b, 0o644)
+	rec := cfg.Record("process")
+	history.WriteConfig(orig.Config(), &rec)
+	if _, res, err := CheckRun(orig.History(), CheckOptions{Store: true}); err != nil || res.Valid != checker.ValidFalse {
+		t.Fatalf("the original: %v, %v", res.Valid, err)
+	}
+	// The failure is the crash at an applied expansion, however short.
+	fails := func(s nemesis.Schedule, _ int) bool {
+		return slices.ContainsFunc(s, func(st nemesis.Step) bool {
+			return st.Kind == nemesis.FaultPoints && st.Point.Point == crash.Point && st.Point.Action == crash.Action
+		})
+	}
+	fake := &fakeRun{t: t, fails: fails, tries: map[string]int{}}
+	replay = fake.run
+	defer func() { replay = Run }()
+	o := ShrinkOptions{Runtime: process.Runtime{}, Binary: binary, MaxReplays: 40, Budget: time.Minute, Tries: 1, Tail: time.Second, Log: testWriter{t}}
+	rep, err := Shrink(context.Background(), orig, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Shrunk == "" || len(rep.After) != 1 {
+		t.Fatalf("shrunk to %v (stored %q), want one step", rep.After.Steps(), rep.Shrunk)
+	}
+	got := rep.After[0]
+	if got.Kind != nemesis.FaultPoints || got.Point.Point != crash.Point || got.Point.Action != crash.Action ||
+		got.Point.Probability != crash.Probability || got.Point.Max != crash.Max || got.Pick != 4 {
+		t.Fatalf("shrunk to %+v, want step 4's arming: %+v", got, crash)
+	}
+	// The stored schedule replays that arming.
+	f, err := nemesis.ReadScheduleFile(rep.Shrunk.Schedule())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.Schedule()
+	if err != nil || len(s) != 1 || s[0].Point.Point != crash.Point || s[0].Point.Action != crash.Action {
+		t.Fatalf("stored schedule %v (%v), want the one crash at %s", s, err, crash.Point)
+	}
+}

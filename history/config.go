@@ -98,6 +98,10 @@ const WorkloadTxn = "txn"
 // (workloads/eos).
 const WorkloadEOS = "eos"
 
+// WorkloadShare is Config.Workload of the share-group workload
+// (workloads/share): the checker's theory has share rows for it.
+const WorkloadShare = "share"
+
 // ParseAcks is the one place a producer acks setting is spelled out: "0",
 // "1" or "all", and "-1", which Kafka's ProducerConfig takes as another
 // spelling of "all" (acks=-1), canonicalised to "all".

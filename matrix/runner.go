@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,6 +46,9 @@ type Runner struct {
 	// ExtraArgs go to every `gregor run` (e.g. --runtime process).
 	ExtraArgs []string
 	Progress  io.Writer
+	// LaneParallel overrides Parallel for one runtime's cells (gregor
+	// matrix --lane sim=2): each runtime's cells are a lane of their own.
+	LaneParallel map[string]int
 	// Resume reuses the cells an earlier, interrupted run of the same
 	// matrix into Out finished (cellRecord, same arguments) and runs the
 	// rest afresh.
@@ -102,84 +106,139 @@ func cellTimeout(c Cell) time.Duration {
 	return 3*max(c.Duration, 30*time.Second) + 5*time.Minute
 }
 
-// Run runs every cell and returns their outcomes in cell order.
+// Run runs every cell and returns their outcomes in cell order. Cells run
+// in lanes, one per runtime (runtimeOf), each with its own workers
+// (LaneParallel, else Parallel): a matrix on two runtimes keeps both busy.
 func (r *Runner) Run(ctx context.Context, cells []Cell) []reports.Cell {
 	out := make([]reports.Cell, len(cells))
-	var (
-		mu      sync.Mutex
-		done    int
-		current = map[string]bool{}
-	)
-	start := time.Now()
-	var total time.Duration
-	for _, c := range cells {
-		total += max(c.Duration, time.Second)
+	p := &progress{w: r.Progress, total: len(cells), start: time.Now(), current: map[string]bool{}}
+	lanes := map[string][]int{}
+	var order []string
+	for i, c := range cells {
+		rt := r.runtimeOf(c)
+		if _, ok := lanes[rt]; !ok {
+			order = append(order, rt)
+		}
+		lanes[rt] = append(lanes[rt], i)
 	}
-	progress := func() {
-		if r.Progress == nil {
-			return
-		}
-		var cur []string
-		for id := range current {
-			cur = append(cur, id)
-		}
-		elapsed := time.Since(start)
-		est := "?"
-		if done > 0 {
-			est = (elapsed / time.Duration(done) * time.Duration(len(cells)-done)).Round(time.Second).String()
-		}
-		fmt.Fprintf(r.Progress, "\r[%d/%d] elapsed %s, remaining ~%s  %s\033[K", done, len(cells), elapsed.Round(time.Second), est, strings.Join(cur, " "))
+	var wg sync.WaitGroup
+	for _, rt := range order {
+		wg.Go(func() { r.runLane(ctx, cells, lanes[rt], r.laneParallel(rt), out, p) })
 	}
+	wg.Wait()
+	if r.Progress != nil {
+		fmt.Fprintln(r.Progress)
+	}
+	return out
+}
+
+// laneParallel is how many of runtime rt's cells run at once.
+func (r *Runner) laneParallel(rt string) int {
+	if n, ok := r.LaneParallel[rt]; ok {
+		return max(1, n)
+	}
+	return max(1, r.Parallel)
+}
+
+// runtimeOf is the runtime cell c's `gregor run` is on: its last
+// --runtime (ExtraArgs come after the cell's own), "" for gregor run's
+// default.
+func (r *Runner) runtimeOf(c Cell) string {
+	args := r.cellArgs(c)
+	rt := ""
+	for i, a := range args {
+		if a == "--runtime" && i+1 < len(args) {
+			rt = args[i+1]
+		} else if v, ok := strings.CutPrefix(a, "--runtime="); ok {
+			rt = v
+		}
+	}
+	return rt
+}
+
+// runLane runs the cells at idx, n at a time, into out.
+func (r *Runner) runLane(ctx context.Context, cells []Cell, idx []int, n int, out []reports.Cell, p *progress) {
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < max(1, r.Parallel); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range n {
+		wg.Go(func() {
 			for i := range work {
-				mu.Lock()
-				current[cells[i].ID] = true
-				progress()
-				mu.Unlock()
+				p.begin(cells[i].ID)
 				res := r.runCell(ctx, cells[i])
 				if ctx.Err() == nil {
 					if err := r.record(cells[i], res); err != nil && r.Progress != nil {
 						fmt.Fprintf(r.Progress, "\ncell %s: %v (a --resume will run it again)\n", cells[i].ID, err)
 					}
 				}
-				mu.Lock()
 				out[i] = res
-				delete(current, cells[i].ID)
-				done++
-				progress()
-				mu.Unlock()
+				p.end(cells[i].ID)
 			}
-		}()
+		})
 	}
-	for i := range cells {
+	for _, i := range idx {
 		if r.Resume {
 			if done, ok := r.finished(cells[i]); ok {
 				// Same arguments, same run; the row it shows in is this
 				// plan's (a label may have changed since).
-				done.Config, done.Nemesis = cells[i].Label, cells[i].Nemesis.Name
+				done.Config, done.Nemesis, done.Runtime = cells[i].Label, cells[i].Nemesis.Name, cells[i].Runtime
 				out[i] = done
+				p.end("")
 				continue
 			}
 			// Whatever an interrupted attempt left is not this cell's run.
 			os.RemoveAll(r.cellDir(cells[i]))
 		}
 		if ctx.Err() != nil {
-			out[i] = reports.Cell{Config: cells[i].Label, Nemesis: cells[i].Nemesis.Name, Seed: cells[i].Seed, Valid: "crashed", Log: "matrix interrupted before this cell ran"}
+			out[i] = reports.Cell{Config: cells[i].Label, Nemesis: cells[i].Nemesis.Name, Seed: cells[i].Seed, Runtime: cells[i].Runtime, Valid: "crashed", Log: "matrix interrupted before this cell ran"}
 			continue
 		}
 		work <- i
 	}
 	close(work)
 	wg.Wait()
-	if r.Progress != nil {
-		fmt.Fprintln(r.Progress)
+}
+
+// progress is the matrix's one progress line, shared by its lanes.
+type progress struct {
+	w       io.Writer
+	mu      sync.Mutex
+	total   int
+	done    int
+	start   time.Time
+	current map[string]bool
+}
+
+func (p *progress) begin(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.current[id] = true
+	p.print()
+}
+
+// end counts a cell done ("" for one resumed without running).
+func (p *progress) end(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.current, id)
+	p.done++
+	p.print()
+}
+
+func (p *progress) print() {
+	if p.w == nil {
+		return
 	}
-	return out
+	var cur []string
+	for id := range p.current {
+		cur = append(cur, id)
+	}
+	sort.Strings(cur)
+	elapsed := time.Since(p.start)
+	est := "?"
+	if p.done > 0 {
+		est = (elapsed / time.Duration(p.done) * time.Duration(p.total-p.done)).Round(time.Second).String()
+	}
+	fmt.Fprintf(p.w, "\r[%d/%d] elapsed %s, remaining ~%s  %s\033[K", p.done, p.total, elapsed.Round(time.Second), est, strings.Join(cur, " "))
 }
 
 // bootAttempts bounds how often a cell is started whose cluster did not boot
@@ -220,7 +279,7 @@ func (r *Runner) runOnce(ctx context.Context, c Cell, args []string, logf *os.Fi
 	// --resume never finds an orphan still writing into a cell.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.WaitDelay = time.Minute
-	runErr := cmd.Run()
+	runErr := runAt(cmd, r.niceness(c))
 	var ee *exec.ExitError
 	if errors.As(runErr, &ee) {
 		return ee.ExitCode(), runErr
@@ -231,7 +290,7 @@ func (r *Runner) runOnce(ctx context.Context, c Cell, args []string, logf *os.Fi
 }
 
 func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
-	cell := reports.Cell{Config: c.Label, Nemesis: c.Nemesis.Name, Seed: c.Seed}
+	cell := reports.Cell{Config: c.Label, Nemesis: c.Nemesis.Name, Seed: c.Seed, Runtime: c.Runtime}
 	dir := r.cellDir(c)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		cell.Valid, cell.Log = "crashed", err.Error()
@@ -268,6 +327,7 @@ func (r *Runner) runCell(ctx context.Context, c Cell) reports.Cell {
 	}
 	rel, _ := filepath.Rel(r.Out, report)
 	out := reports.CellFrom(c.Label, c.Nemesis.Name, c.Seed, res, filepath.ToSlash(rel))
+	out.Runtime = c.Runtime
 	// The run's own acks, not the label's: at acks=0 nothing is
 	// acknowledged and the index shows what was never seen instead.
 	if cfg, err := history.ReadConfig(runDir.Config()); err == nil {

@@ -8,7 +8,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +35,10 @@ type Spec struct {
 	// Seeds: a list of seeds, or a count N (seeds 1..N). Every cell runs
 	// once per seed; the report shows a cell's spread over them.
 	Seeds Seeds `yaml:"seeds"`
+	// Runtimes, instead of Seeds, runs every cell on each runtime named
+	// with that runtime's own seeds (runtimes.go): cheap simulated runs
+	// for the rates, a process-runtime seed beside them as the check.
+	Runtimes RuntimeSeeds `yaml:"runtimes"`
 }
 
 // Seeds are a matrix's seeds; YAML gives a list or a count.
@@ -119,10 +125,13 @@ type Nemesis struct {
 
 // Cell is one run of the matrix.
 type Cell struct {
-	Config   Settings
-	Nemesis  Nemesis
-	Seed     int64
-	Label    string // the configuration's row label
+	Config  Settings
+	Nemesis Nemesis
+	Seed    int64
+	Label   string // the configuration's row label
+	// Runtime is the runtime the matrix's runtimes: put the cell on (""
+	// when the cell's own settings pick it).
+	Runtime  string
 	ID       string // stable, filesystem-safe
 	Args     []string
 	Duration time.Duration // the fault phase, for the estimate
@@ -134,7 +143,10 @@ func Load(path string) (*Spec, error) {
 	if err := strictyaml.Load(path, &s); err != nil {
 		return nil, err
 	}
-	if len(s.Seeds) == 0 {
+	if len(s.Runtimes) > 0 && len(s.Seeds) > 0 {
+		return nil, fmt.Errorf("%s: seeds and runtimes both given: give seeds per runtime under runtimes (e.g. {sim: 30, process: 1}), or seeds alone", path)
+	}
+	if len(s.Seeds) == 0 && len(s.Runtimes) == 0 {
 		s.Seeds = []int64{1}
 	}
 	base := filepath.Dir(path)
@@ -148,7 +160,77 @@ func Load(path string) (*Spec, error) {
 	if len(s.Nemeses) == 0 {
 		return nil, fmt.Errorf("%s: no nemeses: list at least one nemesis set (kinds: [none] for a fault-free run)", path)
 	}
+	if err := s.checkRuntimes(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return &s, nil
+}
+
+// UseRuntimes replaces the spec's seeds with a per-runtime plan (gregor
+// matrix --seeds), checked as one in the file is.
+func (s *Spec) UseRuntimes(r RuntimeSeeds) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	s.Seeds, s.Runtimes = nil, r
+	return s.checkRuntimes()
+}
+
+// checkRuntimes refuses a per-runtime plan beside settings that pick a
+// runtime of their own: which would a cell run on?
+func (s *Spec) checkRuntimes() error {
+	if len(s.Runtimes) == 0 {
+		return nil
+	}
+	where := map[string]Settings{"defaults": s.Defaults}
+	for i, c := range s.Configs {
+		where[fmt.Sprintf("configs[%d]", i)] = c
+	}
+	for _, n := range s.Nemeses {
+		where["nemesis "+n.Name] = n.Settings
+	}
+	for _, k := range slices.Sorted(maps.Keys(where)) {
+		if namesRuntime(where[k]) {
+			return fmt.Errorf("%s picks a runtime (runtime: or --runtime) and runtimes: puts every cell on %s: drop one", k, strings.Join(s.Runtimes.Names(), " and "))
+		}
+	}
+	return nil
+}
+
+// WithSeedCount gives every cell seeds 1..n: on each runtime of the
+// spec's runtimes, or as its seeds.
+func (s *Spec) WithSeedCount(n int) {
+	seeds := make(Seeds, n)
+	for i := range n {
+		seeds[i] = int64(i + 1)
+	}
+	if len(s.Runtimes) == 0 {
+		s.Seeds = seeds
+		return
+	}
+	plan := make(RuntimeSeeds, len(s.Runtimes))
+	for i, rs := range s.Runtimes {
+		plan[i] = RuntimeSeed{Runtime: rs.Runtime, Seeds: seeds}
+	}
+	s.Runtimes = plan
+}
+
+// SeedsPerCell is how many runs each cell has, over all its runtimes.
+func (s *Spec) SeedsPerCell() int {
+	n := 0
+	for _, rs := range s.plan() {
+		n += len(rs.Seeds)
+	}
+	return n
+}
+
+// plan is the seeds per runtime the cells run: the runtimes, or the seeds
+// on the runtime each cell's settings pick ("").
+func (s *Spec) plan() RuntimeSeeds {
+	if len(s.Runtimes) > 0 {
+		return s.Runtimes
+	}
+	return RuntimeSeeds{{Seeds: s.Seeds}}
 }
 
 // merge overlays o on s.
@@ -340,38 +422,57 @@ func (s *Spec) Cells() ([]Cell, error) {
 			continue // a cross product may name impossible combinations
 		}
 		for _, n := range s.Nemeses {
-			for _, seed := range s.Seeds {
-				full := merge(merge(s.Defaults, c), n.Settings)
-				if full.Acks == "" {
-					full.Acks = "all"
+			for _, rs := range s.plan() {
+				for _, seed := range rs.Seeds {
+					cell, err := s.cell(c, n, rs.Runtime, seed)
+					if err != nil {
+						return nil, err
+					}
+					cells = append(cells, cell)
 				}
-				cell := Cell{Config: full, Nemesis: n, Seed: seed, Label: c.Label()} // a nemesis's own settings (lazyfs for power loss) stay in its column
-				cell.Args = append(full.args(), "--nemesis", strings.Join(n.Kinds, ","), "--seed", strconv.FormatInt(seed, 10))
-				if n.Target != "" {
-					cell.Args = append(cell.Args, "--nemesis-target", n.Target)
-				}
-				if n.Interval != "" {
-					cell.Args = append(cell.Args, "--nemesis-interval", n.Interval)
-				}
-				if n.Duration != "" {
-					cell.Args = append(cell.Args, "--nemesis-duration", n.Duration)
-				}
-				if len(n.Shapes) > 0 {
-					cell.Args = append(cell.Args, "--partition-shapes", strings.Join(n.Shapes, ","))
-				}
-				if d, err := time.ParseDuration(full.TimeLimit); err == nil {
-					cell.Duration = d
-				} else if full.TimeLimit != "" {
-					return nil, fmt.Errorf("time_limit %q: %v (e.g. 30s)", full.TimeLimit, err)
-				}
-				h := sha256.Sum256([]byte(strings.Join(cell.Args, " ")))
-				cell.ID = fmt.Sprintf("%s-%s-s%d-%s", slug(cell.Label), slug(n.Name), seed, hex.EncodeToString(h[:3]))
-				cells = append(cells, cell)
 			}
 		}
 	}
 	sort.SliceStable(cells, func(i, j int) bool { return cells[i].ID < cells[j].ID })
 	return cells, nil
+}
+
+// cell is configuration c under nemesis n on runtime rt ("": the one its
+// settings pick) with one seed.
+func (s *Spec) cell(c Settings, n Nemesis, rt string, seed int64) (Cell, error) {
+	full := merge(merge(s.Defaults, c), n.Settings)
+	if full.Acks == "" {
+		full.Acks = "all"
+	}
+	cell := Cell{Config: full, Nemesis: n, Seed: seed, Label: c.Label(), Runtime: rt} // a nemesis's own settings (lazyfs for power loss) stay in its column
+	cell.Args = append(full.args(), "--nemesis", strings.Join(n.Kinds, ","), "--seed", strconv.FormatInt(seed, 10))
+	if n.Target != "" {
+		cell.Args = append(cell.Args, "--nemesis-target", n.Target)
+	}
+	if n.Interval != "" {
+		cell.Args = append(cell.Args, "--nemesis-interval", n.Interval)
+	}
+	if n.Duration != "" {
+		cell.Args = append(cell.Args, "--nemesis-duration", n.Duration)
+	}
+	if len(n.Shapes) > 0 {
+		cell.Args = append(cell.Args, "--partition-shapes", strings.Join(n.Shapes, ","))
+	}
+	if rt != "" {
+		cell.Args = append(cell.Args, "--runtime", rt)
+	}
+	if d, err := time.ParseDuration(full.TimeLimit); err == nil {
+		cell.Duration = d
+	} else if full.TimeLimit != "" {
+		return Cell{}, fmt.Errorf("time_limit %q: %v (e.g. 30s)", full.TimeLimit, err)
+	}
+	h := sha256.Sum256([]byte(strings.Join(cell.Args, " ")))
+	on := ""
+	if rt != "" {
+		on = rt + "-"
+	}
+	cell.ID = fmt.Sprintf("%s-%s-%ss%d-%s", slug(cell.Label), slug(n.Name), on, seed, hex.EncodeToString(h[:3]))
+	return cell, nil
 }
 
 func slug(s string) string {

@@ -26,22 +26,28 @@ func TestDefaultMatrixCoversTheIssue(t *testing.T) {
 	}
 	for _, want := range []string{"--acks 0", "--acks 1", "--acks all", "--min-isr 1", "--min-isr 2", "--unclean=true", "--unclean=false",
 		"--nemesis kill --seed 1 --nemesis-target leader", "--nemesis partition", "--partition-shapes isolate-leader", "--nemesis pause", "--nemesis power-loss --seed 1 --nemesis-target all", "--lazyfs=true", "--fsync always", "--fsync never",
-		"--nemesis strand-leader", "--nemesis kip101", "--link-delay 50ms", "--runtime process", "--dedicated-controllers",
+		"--nemesis strand-leader", "--nemesis kip101", "--link-delay 50ms", "--runtime process", "--runtime sim", "--dedicated-controllers",
 		"--nemesis client-reset,lose-responses,delay-client --seed 1 --nemesis-target leader",
-		"--nemesis disk-fault --seed 1 --nemesis-target leader"} {
+		"--nemesis disk-fault --seed 1 --nemesis-target leader",
+		"--nemesis kill,fault-points --seed 1 --nemesis-target leader", "--compose --fault-point-target all"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("default matrix lacks %q", want)
 		}
 	}
-	if len(cells) != 135 {
-		t.Fatalf("%d cells, want 5 configurations x 9 nemeses x 3 seeds", len(cells))
+	// 5 configurations x 10 nemeses, 30 seeds on the sim and one on the
+	// process runtime (issue 27: make check's rates and their cross-check).
+	if len(cells) != 5*10*31 {
+		t.Fatalf("%d cells, want 5 configurations x 10 nemeses x (30 sim + 1 process) seeds", len(cells))
 	}
-	if !slices.Equal(s.Seeds, Seeds{1, 2, 3}) {
-		t.Fatalf("seeds %v, want 3 per cell (seeds: 3)", s.Seeds)
+	if sim, ok := s.Runtimes.Runtime("sim"); !ok || len(sim) < 30 {
+		t.Fatalf("sim seeds %v, want at least 30 per cell", sim)
+	}
+	if proc, ok := s.Runtimes.Runtime("process"); !ok || len(proc) < 1 {
+		t.Fatalf("process seeds %v, want at least one per cell", proc)
 	}
 	for _, c := range cells {
-		if !strings.Contains(strings.Join(c.Args, " "), "--runtime process") {
-			t.Fatalf("cell %s not on the process runtime (make check's budget needs it): %v", c.ID, c.Args)
+		if !strings.HasSuffix(strings.Join(c.Args, " "), "--runtime "+c.Runtime) || (c.Runtime != "sim" && c.Runtime != "process") {
+			t.Fatalf("cell %s not on the sim or the process runtime (make check's budget needs them): %v", c.ID, c.Args)
 		}
 	}
 	ids := map[string]bool{}

@@ -28,6 +28,10 @@ type Cell struct {
 	Config  string `json:"config"`
 	Nemesis string `json:"nemesis"`
 	Seed    int64  `json:"seed"`
+	// Runtime is the runtime a matrix with runtimes: put the run on, ""
+	// when the cell's own settings picked it. A cell's runs on two
+	// runtimes are one matrix cell, shown side by side.
+	Runtime string `json:"runtime,omitempty"`
 	// Acks is the run's producer acks ("0", "1", "all"; test.json's): at
 	// acks=0 nothing is acknowledged, so lost acks do not apply. Empty in
 	// a results.json from before it (AcksZero reads the label then).
@@ -96,7 +100,7 @@ func (c Cell) Failed() bool { return c.Valid == "false" || c.Valid == "crashed" 
 // set of shards renders exactly as the unsharded run.
 func SortCells(cells []Cell) {
 	slices.SortFunc(cells, func(a, b Cell) int {
-		return cmp.Or(cmp.Compare(a.Config, b.Config), cmp.Compare(a.Nemesis, b.Nemesis), cmp.Compare(a.Seed, b.Seed))
+		return cmp.Or(cmp.Compare(a.Config, b.Config), cmp.Compare(a.Nemesis, b.Nemesis), cmp.Compare(a.Runtime, b.Runtime), cmp.Compare(a.Seed, b.Seed))
 	})
 }
 
@@ -172,8 +176,10 @@ type MatrixResultsFile struct {
 // min / median / max, and the share of runs that lost any, with its 95%
 // Wilson interval (internal/stats).
 type CellSummary struct {
-	Config   string       `json:"config"`
-	Nemesis  string       `json:"nemesis"`
+	Config  string `json:"config"`
+	Nemesis string `json:"nemesis"`
+	// Runtime: the cell's runs on one runtime (Cell.Runtime).
+	Runtime  string       `json:"runtime,omitempty"`
 	Seeds    []int64      `json:"seeds"`
 	LostAcks stats.Spread `json:"lost_acks"`
 	// LostAny counts the runs with at least one lost acknowledged write.
@@ -193,7 +199,7 @@ type CellSummary struct {
 	Unknown int `json:"unknown"`
 }
 
-// Summaries groups runs (sorted: SortCells) into cells.
+// Summaries groups runs (sorted: SortCells) into cells, one per runtime.
 func Summaries(runs []Cell) []CellSummary {
 	var out []CellSummary
 	var lost, unseen []int
@@ -208,9 +214,9 @@ func Summaries(runs []Cell) []CellSummary {
 		lost, unseen = nil, nil
 	}
 	for _, r := range runs {
-		if len(out) == 0 || out[len(out)-1].Config != r.Config || out[len(out)-1].Nemesis != r.Nemesis {
+		if last := len(out) - 1; last < 0 || out[last].Config != r.Config || out[last].Nemesis != r.Nemesis || out[last].Runtime != r.Runtime {
 			flush()
-			out = append(out, CellSummary{Config: r.Config, Nemesis: r.Nemesis})
+			out = append(out, CellSummary{Config: r.Config, Nemesis: r.Nemesis, Runtime: r.Runtime})
 		}
 		c := &out[len(out)-1]
 		c.Seeds = append(c.Seeds, r.Seed)
@@ -286,8 +292,10 @@ type matrixCellView struct {
 	Class    string
 	Runs     []Cell
 	Findings string
-	Group    *GroupCell // summed over the runs (matrix_group.go)
-	Txn      *TxnCell   // summed over the runs (matrix_txn.go)
+	// Beside are the cell's runs on each other runtime (matrix_glance.go).
+	Beside []besideView
+	Group  *GroupCell // summed over the runs (matrix_group.go)
+	Txn    *TxnCell   // summed over the runs (matrix_txn.go)
 }
 
 type matrixRow struct {
@@ -419,6 +427,7 @@ func (v *matrixView) finish() {
 		for _, mc := range r.Cells {
 			if mc != nil {
 				mc.finish(maxOf[mc.measure().what])
+				v.Legend.Beside = v.Legend.Beside || len(mc.Beside) > 0
 			}
 		}
 	}
@@ -432,11 +441,35 @@ func (mc *matrixCellView) measure() measure {
 	return lostMeasure
 }
 
+// finish summarises the cell: on a matrix with runtimes (Cell.Runtime),
+// the runtime with the most runs gives its rate, colour and figures, and
+// each other runtime's runs are shown beside it (the simulation's 30 seeds
+// with the process runtime's one).
 func (mc *matrixCellView) finish(stripMax int) {
-	if sums := Summaries(mc.Runs); len(sums) == 1 {
-		mc.Sum = sums[0]
+	sums := Summaries(mc.Runs)
+	main := 0
+	for i, s := range sums {
+		if len(s.Seeds) > len(sums[main].Seeds) {
+			main = i
+		}
 	}
-	if len(mc.Runs) > 1 {
+	var runs, beside []Cell
+	if len(sums) > 0 {
+		mc.Sum = sums[main]
+		for _, c := range mc.Runs {
+			if c.Runtime == mc.Sum.Runtime {
+				runs = append(runs, c)
+			} else {
+				beside = append(beside, c)
+			}
+		}
+		for i, s := range sums {
+			if i != main {
+				mc.Beside = append(mc.Beside, newBeside(s, beside, mc.measure()))
+			}
+		}
+	}
+	if len(runs) > 1 {
 		mc.Spread = &mc.Sum
 	}
 	mc.Avail /= float64(len(mc.Runs))
@@ -446,7 +479,7 @@ func (mc *matrixCellView) finish(stripMax int) {
 		f = append(f, c.Allowed...)
 	}
 	mc.Findings = strings.Join(dedup(f), ", ")
-	mc.Glance = newGlance(&mc.Sum, mc.Runs, mc.measure(), stripMax)
+	mc.Glance = newGlance(&mc.Sum, runs, beside, mc.measure(), stripMax)
 }
 
 func dedup(s []string) []string {

@@ -134,12 +134,13 @@ func stripX(v, maxV int) float64 {
 }
 
 // newDotStrip draws a cell's finished runs (a crashed run has no count: it
-// is the CRASHED badge). Dots closer than a dot apart stack, so three runs
-// at 0 read as three.
-func newDotStrip(runs []Cell, m measure, maxV int) *dotStrip {
+// is the CRASHED badge), and as rings on the same axis its runs on another
+// runtime (beside). Dots closer than a dot apart stack, so three runs at 0
+// read as three.
+func newDotStrip(runs, beside []Cell, m measure, maxV int) *dotStrip {
 	s := &dotStrip{Axis: glanceAxis, R: coord(dotRadius), Max: maxV, What: m.what}
 	stacked := map[int]int{}
-	for _, c := range runs {
+	for i, c := range append(append([]Cell(nil), runs...), beside...) {
 		if c.Valid == "crashed" {
 			continue
 		}
@@ -149,12 +150,15 @@ func newDotStrip(runs []Cell, m measure, maxV int) *dotStrip {
 		row := stacked[bucket] % stripRows
 		stacked[bucket]++
 		d := stripDot{X: coord(x), Y: coord(15 - dotSpacing*float64(row)), Class: "run",
-			Title: fmt.Sprintf("seed %d: %d %s", c.Seed, v, m.what)}
+			Title: fmt.Sprintf("%sseed %d: %d %s", runtimeOf(c), c.Seed, v, m.what)}
+		if i >= len(runs) {
+			d.Class = "run beside"
+		}
 		switch c.Valid {
 		case "false":
-			d.Class, d.Title = "run forbidden", d.Title+", forbidden anomaly"
+			d.Class, d.Title = d.Class+" forbidden", d.Title+", forbidden anomaly"
 		case "unknown":
-			d.Class, d.Title = "run unknown", d.Title+", checker undecided"
+			d.Class, d.Title = d.Class+" unknown", d.Title+", checker undecided"
 		}
 		s.Dots = append(s.Dots, d)
 	}
@@ -202,13 +206,14 @@ type glance struct {
 	Marks string
 }
 
-// newGlance draws a cell: sum is its runs' summary, m what it counts,
-// stripMax the most any run of the matrix counted.
-func newGlance(sum *CellSummary, runs []Cell, m measure, stripMax int) glance {
+// newGlance draws a cell: sum is its runs' summary (beside: its runs on
+// other runtimes, drawn as rings), m what it counts, stripMax the most any
+// run of the matrix counted.
+func newGlance(sum *CellSummary, runs, beside []Cell, m measure, stripMax int) glance {
 	rate := m.rate(sum)
 	fill := rateColour(rate)
 	g := glance{AcksZero: m.what == unseenMeasure.what, Rate: rate, Fill: fill.CSS(), Ink: fill.ink(),
-		Interval: "95% CI " + rate.Interval(), Bar: newRateBar(rate), Strip: newDotStrip(runs, m, stripMax),
+		Interval: "95% CI " + rate.Interval(), Bar: newRateBar(rate), Strip: newDotStrip(runs, beside, m, stripMax),
 		Forbidden: sum.Failed, Crashed: sum.Crashed, Unknown: sum.Unknown}
 	var marks []string
 	for _, mk := range []struct {
@@ -230,6 +235,7 @@ type legend struct {
 	Bar                *rateBar
 	LostMax, UnseenMax int
 	AcksZero           bool // a row at acks=0 is in the matrix
+	Beside             bool // a cell has runs on a second runtime
 }
 
 type swatch struct {
@@ -248,4 +254,41 @@ func newLegend(lostMax, unseenMax int, acksZero bool) legend {
 		l.Swatches = append(l.Swatches, swatch{Fill: rateColour(s.r).CSS(), Label: s.label})
 	}
 	return l
+}
+
+// runtimeOf prefixes a run's label with its runtime, when a matrix with
+// runtimes named one.
+func runtimeOf(c Cell) string {
+	if c.Runtime == "" {
+		return ""
+	}
+	return c.Runtime + " "
+}
+
+// besideView is a cell's runs on a runtime other than the one its colour
+// is of: "process: 1/1 lost acks (23)", each run's count, and whether
+// that rate falls inside the main runtime's 95% interval.
+type besideView struct {
+	Runtime string
+	Rate    stats.Rate
+	Counts  string // per run, "23" or "23, 0, 5"; a crashed run "crashed"
+	Runs    []Cell
+}
+
+func newBeside(sum CellSummary, runs []Cell, m measure) besideView {
+	b := besideView{Runtime: sum.Runtime, Rate: m.rate(&sum)}
+	var counts []string
+	for _, c := range runs {
+		if c.Runtime != sum.Runtime {
+			continue
+		}
+		b.Runs = append(b.Runs, c)
+		if c.Valid == "crashed" {
+			counts = append(counts, "crashed")
+		} else {
+			counts = append(counts, fmt.Sprint(m.perRun(c)))
+		}
+	}
+	b.Counts = strings.Join(counts, ", ")
+	return b
 }

@@ -26,10 +26,24 @@ type FaultPointer interface {
 // without a control channel for them cannot arm any.
 func CheckFaultPoints(r Runtime) error {
 	if IsForeign(r) {
-		return fmt.Errorf("--nemesis fault-points with --runtime %s: a cluster gregor did not build has no fault points; use --runtime process", r.Name())
+		return fmt.Errorf("--nemesis fault-points with --runtime %s: a cluster gregor did not build has no fault points; use --runtime process or sim", r.Name())
+	}
+	if why, ok := r.(interface{ FaultPointsRefusal() string }); ok {
+		return fmt.Errorf("--nemesis fault-points with --runtime %s: %s; use --runtime process or sim", r.Name(), why.FaultPointsRefusal())
 	}
 	if fp, ok := r.(interface{ FaultPoints() bool }); !ok || !fp.FaultPoints() {
-		return fmt.Errorf("--nemesis fault-points with --runtime %s: this runtime has no control channel for the brokers' fault points yet; use --runtime process", r.Name())
+		return fmt.Errorf("--nemesis fault-points with --runtime %s: this runtime has no control channel for the brokers' fault points yet; use --runtime process or sim", r.Name())
+	}
+	return nil
+}
+
+// PointActions are the fault-point actions runtime r carries out, nil for
+// every one (faultpoint.Actions). A runtime that holds brokers in its own
+// process (the sim) may carry out only those that do not block at the
+// point.
+func PointActions(r Runtime) []faultpoint.Action {
+	if pa, ok := r.(interface{ PointActions() []faultpoint.Action }); ok {
+		return pa.PointActions()
 	}
 	return nil
 }

@@ -29,3 +29,15 @@ func TestCheckFaultPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A runtime of gregor's brokers that cannot arm them says why.
+type refusingRuntime struct{ pointsRuntime }
+
+func (refusingRuntime) FaultPointsRefusal() string { return "the control file is out of reach" }
+
+func TestCheckFaultPointsNamesTheRuntimesReason(t *testing.T) {
+	err := CheckFaultPoints(refusingRuntime{})
+	if err == nil || !strings.Contains(err.Error(), "the control file is out of reach") {
+		t.Fatalf("got %v, want the runtime's reason", err)
+	}
+}

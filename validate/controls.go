@@ -21,15 +21,13 @@ import (
 // crashed or unknown.
 
 // ControlCells are every cell of spec (all its rows, all its nemeses),
-// with seeds 1..seeds per cell when seeds > 0 (else the matrix's own). A
+// with seeds 1..seeds per cell (on each of its runtimes: if it names
+// them) when seeds > 0 (else the matrix's own). A
 // row that plants a bug is refused: controls run the correct cluster.
 func ControlCells(spec *matrix.Spec, seeds int) ([]matrix.Cell, error) {
 	one := *spec
 	if seeds > 0 {
-		one.Seeds = nil
-		for s := 1; s <= seeds; s++ {
-			one.Seeds = append(one.Seeds, int64(s))
-		}
+		one.WithSeedCount(seeds)
 	}
 	cells, err := one.Cells()
 	if err != nil {

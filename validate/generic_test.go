@@ -25,7 +25,7 @@ func TestGenericCells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := (len(bugs) + 1) * len(spec.Nemeses) * len(spec.Seeds)
+	want := (len(bugs) + 1) * len(spec.Nemeses) * spec.SeedsPerCell()
 	if len(cells) != want {
 		t.Fatalf("%d cells, want %d (bugs and a control x nemeses x seeds of the one safe row)", len(cells), want)
 	}
@@ -49,8 +49,8 @@ func TestGenericCells(t *testing.T) {
 	}
 	for _, b := range append(bugs, "none") {
 		for _, n := range spec.Nemeses {
-			if perBug[b][n.Name] != len(spec.Seeds) {
-				t.Errorf("bug %s under %s: %d runs, want %d (one per seed)", b, n.Name, perBug[b][n.Name], len(spec.Seeds))
+			if perBug[b][n.Name] != spec.SeedsPerCell() {
+				t.Errorf("bug %s under %s: %d runs, want %d (one per seed)", b, n.Name, perBug[b][n.Name], spec.SeedsPerCell())
 			}
 		}
 	}
@@ -122,8 +122,8 @@ func TestControls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(spec.Configs) * len(spec.Nemeses) * 5; len(cells) != want {
-		t.Fatalf("%d control cells, want %d (every row x nemesis x 5 seeds)", len(cells), want)
+	if want := len(spec.Configs) * len(spec.Nemeses) * 5 * max(1, len(spec.Runtimes)); len(cells) != want {
+		t.Fatalf("%d control cells, want %d (every row x nemesis x 5 seeds, on each runtime)", len(cells), want)
 	}
 	bugged := *spec
 	bugged.Configs = append(slices.Clone(spec.Configs), matrix.Settings{Acks: "all", Bugs: []string{"ack-before-isr"}})

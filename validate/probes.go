@@ -17,6 +17,7 @@ import (
 	"gregor/matrix"
 	"gregor/workloads/eos"
 	"gregor/workloads/group"
+	"gregor/workloads/share"
 	"gregor/workloads/txn"
 )
 
@@ -84,6 +85,18 @@ func SafeConsumerGroup(timeLimit time.Duration) matrix.Settings {
 	return s
 }
 
+// SafeShare is the safe configuration running the share workload
+// (KIP-932) with one share consumer, at least 60 s: its stalls past the
+// 15 s lock leave the lapsed records to no one else, so a late
+// acknowledgement meets them still available.
+func SafeShare(timeLimit time.Duration) matrix.Settings {
+	s := Safe(timeLimit)
+	s.Workload = share.Name
+	s.TimeLimit = max(timeLimit, 60*time.Second).String()
+	s.Args = append(slices.Clone(s.Args), "--consumers", "1") // keeps the safe args (dedicated controllers)
+	return s
+}
+
 var (
 	consumerJoin  = matrix.Nemesis{Name: "consumer-join", Kinds: []string{"consumer-join"}, Interval: "4s", Duration: "1ms"}
 	isolateLeader = matrix.Nemesis{Name: "isolate-leader", Kinds: []string{"partition"}, Shapes: []string{"isolate-leader"},
@@ -133,6 +146,8 @@ func Probes(timeLimit time.Duration) []Probe {
 			Why: "the eos pipeline commits its group's offsets in each transaction; a pipeline torn down mid-transaction leaves it to be aborted, and the bug has already applied its offsets: the partition's next owner starts past input whose output was aborted (eos-missing). Leader kills rarely abort a pipeline transaction (franz-go retries the produce)"},
 		{Bug: "assign-before-revoke", Config: SafeConsumerGroup(timeLimit), Nemesis: consumerJoin,
 			Why: "KIP-848 consumer groups committing before processing (at-most-once: no redelivery allowed); a joining consumer is given partitions their owner has not revoked yet: it starts at the owner's last commit while the owner still consumes, and both process the same records (redelivered). A correct coordinator gives them only after the revoke, when the owner has committed all it polled"},
+		{Bug: "share-ack-after-lock-expiry", Config: SafeShare(timeLimit), Nemesis: killLeader,
+			Why: "the share consumer stalls past its acquisition lock before acknowledging; a correct share-partition leader refuses the late acknowledgement (INVALID_RECORD_STATE), the bug takes it while the lapsed record waits for its next delivery: the ack was sent after the poll plus the lock (share-late-ack). Leader kills add failovers, which end locks without a late ack being taken"},
 		{Bug: "elect-outside-isr", Config: minISR1, Nemesis: strandLeader,
 			Why: "min ISR 1 (the bug needs writes only the ISR holds): the stranded leader acknowledges alone, is killed, and the controller elects a follower outside the ISR although unclean election is off: lost-write / inconsistent-offsets. A correct controller keeps the partition offline"},
 	}

@@ -110,6 +110,8 @@ func TestPlanCells(t *testing.T) {
 		switch {
 		case probe == "truncate-to-hw":
 			limit = "--time-limit 35s" // two KIP-101 stories (see Probes)
+		case probe == "share-ack-after-lock-expiry":
+			limit = "--time-limit 1m0s" // stalls past the 15 s lock (SafeShare)
 		case slices.ContainsFunc(strings.Split(probe, ","), func(b string) bool { return b == "no-zombie-fencing" || b == "marker-before-prepare" }):
 			limit = "--time-limit 40s" // two 15 s producer pauses (see Probes)
 		}
@@ -150,21 +152,22 @@ func TestPlanCells(t *testing.T) {
 	// Every probe's exact settings, fault and seeds run without the bug,
 	// once: ack-before-isr and hw-past-lagging-isr share settings and fault,
 	// so they share a control named after both.
-	// 10 probes x 3 seeds, less the 3 runs ack-before-isr and
+	// 11 probes x 3 seeds, less the 3 runs ack-before-isr and
 	// hw-past-lagging-isr share.
-	if len(probeArgs) != 27 {
-		t.Fatalf("%d distinct probe runs without their bug, want 27 (two probes share theirs)", len(probeArgs))
+	if len(probeArgs) != 30 {
+		t.Fatalf("%d distinct probe runs without their bug, want 30 (two probes share theirs)", len(probeArgs))
 	}
 	for a, b := range probeArgs {
 		if !slices.Contains(strings.Split(controls[a], ","), b) {
 			t.Errorf("probe run of %s %q has no control with the same arguments naming it (%q)", b, a, controls[a])
 		}
 	}
-	if len(controls) != 27 {
-		t.Errorf("%d control runs, want 27 (one per distinct probe run)", len(controls))
+	if len(controls) != 30 {
+		t.Errorf("%d control runs, want 30 (one per distinct probe run)", len(controls))
 	}
 	for _, b := range []string{"ack-before-isr", "hw-past-lagging-isr", "truncate-to-hw", "skip-min-isr", "elect-outside-isr",
-		"lso-past-open-txn", "no-zombie-fencing", "marker-before-prepare", "txn-offsets-early", "assign-before-revoke"} {
+		"lso-past-open-txn", "no-zombie-fencing", "marker-before-prepare", "txn-offsets-early", "assign-before-revoke",
+		"share-ack-after-lock-expiry"} {
 		if bugs[b] != 3 {
 			t.Errorf("bug %s: %d runs, want 3", b, bugs[b])
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"gregor/cluster/faultpoint"
 	"gregor/cluster/invariant"
 )
 
@@ -311,6 +312,7 @@ func (c *Controller) sessionLoop() {
 					break // lost leadership; the next controller starts afresh
 				}
 				c.log.Info("fenced broker: session expired", "broker", r.ID, "epoch", r.Epoch)
+				faultpoint.Hit(faultpoint.BrokerFenced, faultpoint.Attrs{Node: c.cfg.NodeID, Broker: r.ID})
 			}
 		}
 	}

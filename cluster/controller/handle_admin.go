@@ -70,8 +70,13 @@ func (ch configChange) check(img *Image) (*kerr.Error, string) {
 			}
 		}
 		return nil, ""
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if ch.name == "" {
+			return kerr.InvalidRequest, "a group resource needs a group id"
+		}
+		return meta.ValidateGroupConfigs(ch.set, ch.del)
 	}
-	return kerr.InvalidRequest, fmt.Sprintf("resource type %d: only topics (2) and brokers (4) have configs here", ch.typ)
+	return kerr.InvalidRequest, fmt.Sprintf("resource type %d: only topics (2), brokers (4) and groups (32) have configs here", ch.typ)
 }
 
 // alterConfig validates and (unless validateOnly) proposes one change.

@@ -72,6 +72,9 @@ type Image struct {
 	// Scram holds the SCRAM credentials by user and mechanism (Kafka's
 	// UserScramCredentialRecords); replaced whole by each change.
 	Scram map[string]map[int8]sasl.Credential `json:",omitempty"`
+	// GroupConfigs are the dynamic configs of groups, by group id
+	// (IncrementalAlterConfigs on a GROUP resource, KIP-848/KIP-932).
+	GroupConfigs map[string]map[string]string `json:",omitempty"`
 }
 
 func emptyImage() *Image {
@@ -92,6 +95,12 @@ func (img *Image) clone() *Image {
 	}
 	c.ClusterConfigs = maps.Clone(img.ClusterConfigs)
 	c.Scram = img.Scram // applyScram replaces it, never modifies it
+	if img.GroupConfigs != nil {
+		c.GroupConfigs = make(map[string]map[string]string, len(img.GroupConfigs))
+		for id, m := range img.GroupConfigs {
+			c.GroupConfigs[id] = maps.Clone(m)
+		}
+	}
 	if img.BrokerConfigs != nil {
 		c.BrokerConfigs = make(map[int32]map[string]string, len(img.BrokerConfigs))
 		for id, m := range img.BrokerConfigs {

@@ -87,6 +87,14 @@ func applyConfigs(img *Image, r configRec, pol electPolicy) applyResult {
 			img.BrokerConfigs[int32(id)] = map[string]string{}
 		}
 		into = img.BrokerConfigs[int32(id)]
+	case r.Type == kmsg.ConfigResourceTypeGroupConfig:
+		if img.GroupConfigs == nil {
+			img.GroupConfigs = map[string]map[string]string{}
+		}
+		if img.GroupConfigs[r.Name] == nil {
+			img.GroupConfigs[r.Name] = map[string]string{}
+		}
+		into = img.GroupConfigs[r.Name]
 	default:
 		return applyResult{Code: kerr.InvalidRequest.Code}
 	}

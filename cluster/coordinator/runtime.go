@@ -103,6 +103,9 @@ type Config struct {
 	// PollEvery is how often Start's loop looks for leadership changes.
 	PollEvery time.Duration
 	Logger    *slog.Logger
+	// Node is this broker's id, for the fault points' attributes (a
+	// simulation holds several brokers in one process).
+	Node int32
 }
 
 // Runtime is the shard set of one internal topic on one broker (Kafka's
@@ -241,10 +244,10 @@ func (r *Runtime[S]) Poll() {
 			ctx, cancel := context.WithCancel(context.Background())
 			s := r.newShard(ctx, i, epoch, l)
 			r.shards[i] = &held[S]{shard: s, epoch: epoch, cancel: cancel}
-			faultpoint.Hit(faultpoint.CoordinatorLoadStart, faultpoint.Attrs{Topic: r.cfg.Topic, Partition: i})
+			faultpoint.Hit(faultpoint.CoordinatorLoadStart, faultpoint.Attrs{Node: r.cfg.Node, Topic: r.cfg.Topic, Partition: i})
 			if !r.goCounted(func() {
 				s.Load()
-				faultpoint.Hit(faultpoint.CoordinatorLoadDone, faultpoint.Attrs{Topic: r.cfg.Topic, Partition: i})
+				faultpoint.Hit(faultpoint.CoordinatorLoadDone, faultpoint.Attrs{Node: r.cfg.Node, Topic: r.cfg.Topic, Partition: i})
 			}) {
 				// bgClosed before closed: a shard held, never loaded, that
 				// Close will not wait for.

@@ -91,12 +91,74 @@ const (
 	// Complete state is not yet written. Window: markers written, the
 	// transaction still pending in the coordinator's log.
 	MarkersWritten Point = "markers-written"
+	// BrokerFenced: the active controller committed a Fence record for a
+	// broker whose session expired (Kafka's
+	// ReplicationControlManager.fenceStaleBroker): its partitions' leaders
+	// and ISRs are being moved off it. Window: between the fence and every
+	// broker learning the new leaders (the fenced broker may still believe
+	// it leads; a second failure here leaves the partition with the ISR the
+	// fence just shrank).
+	BrokerFenced Point = "broker-fenced"
+	// TxnOffsetsApplied: a TxnOffsetCommit's write to __consumer_offsets
+	// returned and its offsets are pending on the transaction's marker
+	// (GroupMetadataManager.onTxnOffsetCommitAppend), the answer not yet
+	// sent. Window: the offsets durable, not yet visible to the group, the
+	// producer not yet told (an EndTxn racing a coordinator failover).
+	TxnOffsetsApplied Point = "txn-offsets-applied"
+	// SegmentRolled: a partition's log rolled to a new segment (Kafka's
+	// UnifiedLog.roll): the old one synced, the recovery point moved to the
+	// new base. Window: the new segment exists with nothing in it, its
+	// index empty; a crash here restarts from a recovery point at the roll.
+	SegmentRolled Point = "segment-rolled"
 )
 
 // Points lists every point, in the order the help shows them.
 var Points = []Point{ISRExpandApplied, ISRShrinkApplied, ISRExpandRequested, HWAdvanced, LeaderElected, LeaderEpochBumped,
 	FollowerTruncated, BrokerRegistered, CoordinatorLoadStart, CoordinatorLoadDone, OffsetCommitApplied,
-	GenerationBumped, PrepareCommitDurable, MarkersWritten}
+	GenerationBumped, PrepareCommitDurable, MarkersWritten, BrokerFenced, TxnOffsetsApplied, SegmentRolled}
+
+// Scope is the part of the cluster a point is in: which workloads reach it.
+type Scope string
+
+const (
+	// Replication: every run that writes records reaches these.
+	Replication Scope = "replication"
+	// Controller: broker registrations and fences, reached by any restart
+	// or expired session.
+	Controller Scope = "controller"
+	// Storage: log segments; reached only once a partition's log passes
+	// segment.bytes (64 MiB by default, more than a short run writes).
+	Storage Scope = "storage"
+	// Coordinators: the load of a group or transaction coordinator shard.
+	Coordinators Scope = "coordinators"
+	// Groups: a consumer group's commits and rebalances.
+	Groups Scope = "groups"
+	// Transactions: a transaction's completion and its offsets.
+	Transactions Scope = "transactions"
+)
+
+var scopes = map[Point]Scope{
+	ISRExpandApplied: Replication, ISRShrinkApplied: Replication, ISRExpandRequested: Replication, HWAdvanced: Replication,
+	LeaderElected: Replication, LeaderEpochBumped: Replication, FollowerTruncated: Replication,
+	BrokerRegistered: Controller, BrokerFenced: Controller, SegmentRolled: Storage,
+	CoordinatorLoadStart: Coordinators, CoordinatorLoadDone: Coordinators,
+	OffsetCommitApplied: Groups, GenerationBumped: Groups,
+	PrepareCommitDurable: Transactions, MarkersWritten: Transactions, TxnOffsetsApplied: Transactions,
+}
+
+// ScopeOf is p's scope.
+func ScopeOf(p Point) Scope { return scopes[p] }
+
+// PointsIn lists the points of the given scopes, in Points' order.
+func PointsIn(in ...Scope) []Point {
+	var out []Point
+	for _, p := range Points {
+		if slices.Contains(in, scopes[p]) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // Action is what the broker does when an armed point fires.
 type Action string
@@ -206,9 +268,11 @@ func (f Firing) Key() string {
 	return fmt.Sprintf("%s/%d", f.Topic, f.Partition)
 }
 
-// Handlers are how a node carries out actions. Crash must not return
-// (os.Exit); Cut drops the node's peer links for d; Record stores a firing
-// before its action runs.
+// Handlers are how a node carries out actions. Crash ends the node: a
+// broker process does not return from it (os.Exit); a runtime holding
+// brokers in its own process (the simulation) returns once the broker is
+// stopping, its connections closed. Cut drops the node's peer links for d;
+// Record stores a firing before its action runs.
 type Handlers struct {
 	Crash  func()
 	Cut    func(d time.Duration)

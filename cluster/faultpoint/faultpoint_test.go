@@ -175,3 +175,13 @@ func TestAfterDelaysTheAction(t *testing.T) {
 		t.Fatalf("crashed %v after the hit, want >= 60ms", at.Sub(start))
 	}
 }
+
+func TestEveryPointHasAScope(t *testing.T) {
+	var all []Point
+	for _, s := range []Scope{Replication, Controller, Storage, Coordinators, Groups, Transactions} {
+		all = append(all, PointsIn(s)...)
+	}
+	if len(all) != len(Points) {
+		t.Fatalf("scopes cover %d of %d points: give every point a scope (%v)", len(all), len(Points), all)
+	}
+}

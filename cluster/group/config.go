@@ -65,6 +65,9 @@ type Config struct {
 	Clock            coordinator.Clock
 	Logger           *slog.Logger
 	Bugs             Bugs
+	// Node is this broker's id, for the fault points' attributes (a
+	// simulation holds several brokers in one process).
+	Node int32
 }
 
 // Bugs are planted bugs (DESIGN section 6), each off by default.

@@ -37,7 +37,7 @@ type Coordinator struct {
 func New(cfg Config, env Env) *Coordinator {
 	cfg.Defaults()
 	c := &Coordinator{cfg: cfg, env: env}
-	c.rt = coordinator.New(coordinator.Config{Name: "group coordinator", Topic: "__consumer_offsets", PollEvery: cfg.PollEvery, Logger: cfg.Logger}, env, c.newShard)
+	c.rt = coordinator.New(coordinator.Config{Name: "group coordinator", Topic: "__consumer_offsets", PollEvery: cfg.PollEvery, Logger: cfg.Logger, Node: cfg.Node}, env, c.newShard)
 	return c
 }
 

@@ -88,7 +88,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				g.offsets[k] = v
 			}
 		}
-		faultpoint.Hit(faultpoint.OffsetCommitApplied, faultpoint.Attrs{Topic: keys[0].Topic, Partition: keys[0].Partition, Group: g.id})
+		faultpoint.Hit(faultpoint.OffsetCommitApplied, faultpoint.Attrs{Node: c.cfg.Node, Topic: keys[0].Topic, Partition: keys[0].Partition, Group: g.id})
 		return resp
 	}
 }

@@ -169,7 +169,7 @@ func (s *shard) completeJoin(g *Group) {
 		}
 	}
 	g.generation++
-	faultpoint.Hit(faultpoint.GenerationBumped, faultpoint.Attrs{Group: g.id})
+	faultpoint.Hit(faultpoint.GenerationBumped, faultpoint.Attrs{Node: s.c.cfg.Node, Group: g.id})
 	if len(g.members) == 0 {
 		g.state = Empty
 		g.protocol, g.leader = "", ""

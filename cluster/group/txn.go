@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/coordinator"
+	"gregor/cluster/faultpoint"
 )
 
 // TxnWrite says which transaction a TxnOffsetCommit belongs to.
@@ -139,6 +140,10 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		}
 		if e != nil {
 			return failAll(e)
+		}
+		if len(keys) > 0 {
+			faultpoint.Hit(faultpoint.TxnOffsetsApplied, faultpoint.Attrs{Node: c.cfg.Node, Topic: keys[0].Topic, Partition: keys[0].Partition,
+				Group: g.id, Txn: req.TransactionalID})
 		}
 		return resp
 	}

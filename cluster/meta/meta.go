@@ -126,7 +126,13 @@ const (
 )
 
 // IsInternal reports whether topic is one of the internal topics.
-func IsInternal(topic string) bool { return topic == OffsetsTopic || topic == TransactionStateTopic }
+func IsInternal(topic string) bool {
+	return topic == OffsetsTopic || topic == TransactionStateTopic || topic == ShareGroupStateTopic
+}
+
+// ShareGroupStateTopic keeps share-partition state (KIP-932's
+// ShareCoordinator, cluster/share).
+const ShareGroupStateTopic = "__share_group_state"
 
 // Topic is a topic with its partitions (index i at Partitions[i]).
 type Topic struct {
@@ -151,6 +157,9 @@ type Image struct {
 	// Scram holds the SCRAM credentials of the metadata log, by user and
 	// mechanism (AlterUserScramCredentials); a single broker has none.
 	Scram map[string]map[int8]sasl.Credential
+	// GroupConfigs are the dynamic configs of groups (group_configs.go),
+	// by group id. Replicated.
+	GroupConfigs map[string]map[string]string
 }
 
 // Layers are the config sources for topic t (nil: no topic) as broker node

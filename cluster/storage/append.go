@@ -138,5 +138,8 @@ func (l *Log) roll() error {
 		return l.errf("roll: recovery point: %w", err)
 	}
 	l.lg.Debug("rolled segment", "base", seg.base)
+	if l.opts.Rolled != nil {
+		l.opts.Rolled(seg.base)
+	}
 	return nil
 }

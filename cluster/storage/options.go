@@ -94,6 +94,10 @@ type Options struct {
 
 	Logger *slog.Logger // may be nil
 
+	// Rolled, when set, is called after a roll with the new segment's base,
+	// the log's lock held (the broker's segment-rolled fault point).
+	Rolled func(base int64)
+
 	// FS holds the log's files (nil: the host's; the simulation's is fsys.Mem).
 	FS fsys.FS
 

@@ -56,7 +56,7 @@ type Coordinator struct {
 func New(cfg Config, env Env) *Coordinator {
 	cfg.Defaults()
 	c := &Coordinator{cfg: cfg, env: env}
-	c.rt = coordinator.New(coordinator.Config{Name: "transaction coordinator", Topic: "__transaction_state", PollEvery: cfg.PollEvery, Logger: cfg.Logger}, env, c.newShard)
+	c.rt = coordinator.New(coordinator.Config{Name: "transaction coordinator", Topic: "__transaction_state", PollEvery: cfg.PollEvery, Logger: cfg.Logger, Node: cfg.Node}, env, c.newShard)
 	return c
 }
 

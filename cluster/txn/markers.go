@@ -19,7 +19,7 @@ func (s *shard) startCompletionLocked(m *Meta) {
 	markers := Markers{ProducerID: m.ProducerID, Epoch: m.Epoch, Commit: commit, CoordinatorEpoch: s.epoch, Version: m.Version}
 	t := m.prepareComplete(s.nowMs())
 	if commit {
-		faultpoint.Hit(faultpoint.PrepareCommitDurable, faultpoint.Attrs{Txn: m.ID})
+		faultpoint.Hit(faultpoint.PrepareCommitDurable, faultpoint.Attrs{Node: s.c.cfg.Node, Txn: m.ID})
 	}
 	s.c.background(func() { s.complete(m, markers, t) })
 }
@@ -70,7 +70,7 @@ func (s *shard) complete(m *Meta, mk Markers, t Transit) {
 		}
 	}
 	log.Info("transaction markers written", "coordinator_epoch", mk.CoordinatorEpoch)
-	faultpoint.Hit(faultpoint.MarkersWritten, faultpoint.Attrs{Txn: m.ID})
+	faultpoint.Hit(faultpoint.MarkersWritten, faultpoint.Attrs{Node: s.c.cfg.Node, Txn: m.ID})
 	for {
 		e := s.write(s.ctx, m, t, true)
 		switch {

@@ -10,7 +10,8 @@ package wire
 //     clients choose between Kafka 3.x transactions and KIP-890's, and
 //     group.version 1 (KIP-848's consumer protocol, 68_...) when the broker
 //     runs it (Options.ConsumerProtocol; without it keys 68 and 69 are not
-//     offered either);
+//     offered either); and
+//     share.version 1 when the broker runs share groups (KIP-932);
 //   - a version we do not know is answered at v0 with UNSUPPORTED_VERSION and
 //     ApiVersions' own range only (see decode), as Kafka's
 //     ApiVersionsRequest.getErrorResponse, on a connection kept open, so the
@@ -57,6 +58,7 @@ func (s *Server) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 	if s.opts.ConsumerProtocol {
 		addGroupVersion(resp)
 	}
+	s.addShareVersion(resp)
 	return resp
 }
 

@@ -92,6 +92,13 @@ func handleDescribeConfigs(s *Server, _ context.Context, hdr header, kreq kmsg.R
 					rr.Configs[n].ReadOnly = true
 				}
 			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			// Only the configs set on the group: the broker-level defaults
+			// are the coordinator's (cluster/share), not metadata.
+			gc := im.GroupConfigs[r.ResourceName]
+			for _, k := range sortedKeys(gc) {
+				add(k, gc[k], kmsg.ConfigSourceGroupConfig)
+			}
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
 		}

@@ -20,6 +20,7 @@ import (
 
 	"gregor/checker"
 	"gregor/cluster"
+	"gregor/cluster/faultpoint"
 	"gregor/harness"
 	"gregor/history"
 	"gregor/runtime"
@@ -162,6 +163,11 @@ func shrinkSim(cmd *cobra.Command, dir string) error {
 // runSim is `gregor run --runtime sim` in the parent: --repeat times the
 // child, then (repeating) how often each anomaly recurred.
 func runSim(cmd *cobra.Command, cfg *harness.Config, repeat int) error {
+	for _, a := range cfg.PointActions {
+		if !slices.Contains(sim.Runtime{}.PointActions(), faultpoint.Action(a)) {
+			return &exitError{checkBadInput, fmt.Errorf("--fault-point-actions %s: %s", a, sim.PointActionRefusal)}
+		}
+	}
 	bin, err := simBinary()
 	if err != nil {
 		return &exitError{checkBadInput, err}

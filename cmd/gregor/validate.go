@@ -139,6 +139,10 @@ func runSpecMode(cmd *cobra.Command, m specMode, config, out, runtimeName string
 	if err != nil {
 		return &exitError{2, err}
 	}
+	// A matrix with runtimes: under --runtime R runs R's cells alone.
+	if runtimeName, err = pickSeeds(spec, "", runtimeName); err != nil {
+		return &exitError{2, err}
+	}
 	if !cmd.Flags().Changed("out") {
 		out = m.out
 	}

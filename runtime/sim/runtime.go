@@ -14,6 +14,7 @@ import (
 
 	"gregor/cluster"
 	"gregor/cluster/faultnet"
+	"gregor/cluster/faultpoint"
 	"gregor/cluster/nodefault"
 	"gregor/internal/dialer"
 	"gregor/runtime"
@@ -77,7 +78,13 @@ func (r Runtime) Start(ctx context.Context, spec runtime.ClusterSpec) (runtime.C
 	if err != nil {
 		return nil, err
 	}
-	sc := &simCluster{name: spec.Name, c: c, infos: infos, logs: logs}
+	sc := &simCluster{name: spec.Name, c: c, infos: infos, logs: logs, installed: map[int32]*cluster.Broker{},
+		pts: points{arms: map[int32][]faultpoint.Arm{}, firings: map[int32][]faultpoint.Firing{}}}
+	sc.mu.Lock()
+	for _, n := range spec.Nodes {
+		sc.installPoints(n.ID, c.Broker(n.ID))
+	}
+	sc.mu.Unlock()
 	dialer.Set(c.Dial)
 	if spec.Ready != nil {
 		timeout := spec.ReadyTimeout
@@ -131,6 +138,10 @@ type simCluster struct {
 	logs   map[int32]*logBuf
 	mu     chanLock
 	closed bool
+	// pts is the fault points' control channel; installed the broker whose
+	// handlers are installed, per node (guarded by pts.mu).
+	pts       points
+	installed map[int32]*cluster.Broker
 }
 
 // chanLock is a mutex a bubble can wait on durably.
@@ -158,6 +169,14 @@ func (s *simCluster) Bootstrap() []string {
 	return out
 }
 
+// nodeOK checks id names a node, for calls that do not take s.mu.
+func (s *simCluster) nodeOK(id int32) error {
+	if id < 1 || int(id) > len(s.infos) {
+		return fmt.Errorf("no node %d", id)
+	}
+	return nil
+}
+
 func (s *simCluster) node(id int32) error {
 	if id < 1 || int(id) > len(s.infos) {
 		return fmt.Errorf("no node %d", id)
@@ -176,6 +195,7 @@ func (s *simCluster) Kill(_ context.Context, id int32) error {
 	if err := s.node(id); err != nil {
 		return err
 	}
+	s.uninstallPoints(id)
 	return s.c.Kill(id)
 }
 
@@ -189,6 +209,7 @@ func (s *simCluster) Stop(_ context.Context, id int32, _ time.Duration) error {
 	}
 	// The broker's shutdown is bounded by its own ShutdownTimeout, in
 	// virtual time; then the process is gone, its sockets with it.
+	s.uninstallPoints(id)
 	err := s.c.Stop(id)
 	if m, ok := s.c.Net.(*faultnet.Mem); ok {
 		m.CloseHost(s.c.hosts[id-1])
@@ -206,7 +227,11 @@ func (s *simCluster) Start(_ context.Context, id int32) error {
 	if s.c.Broker(id) != nil {
 		return nil
 	}
-	return s.c.Restart(id)
+	if err := s.c.Restart(id); err != nil {
+		return err
+	}
+	s.installPoints(id, s.c.Broker(id))
+	return nil
 }
 
 // Pause is SIGSTOP (Cluster.Pause): the node answers nothing until Resume.
@@ -319,6 +344,9 @@ func (s *simCluster) Close(context.Context) error {
 		return nil
 	}
 	s.closed = true
+	for _, n := range s.infos {
+		s.uninstallPoints(n.ID)
+	}
 	s.c.Close()
 	dialer.Set(nil)
 	return nil

@@ -9,6 +9,7 @@ import (
 	"gregor/workloads/group"
 	"gregor/workloads/kit"
 	"gregor/workloads/queue"
+	"gregor/workloads/share"
 	"gregor/workloads/txn"
 )
 
@@ -19,4 +20,5 @@ var Workloads = kit.NewRegistry(
 	group.Descriptor{},
 	txn.Descriptor{},
 	eos.Descriptor{},
+	share.Descriptor{},
 )

@@ -1,0 +1,98 @@
+package checker
+
+import (
+	"encoding/json"
+	"testing"
+
+	"gregor/history"
+)
+
+// The share traps are valid: a lapsed lock's refused accept, an accept of
+// unknown outcome followed by a redelivery, a record released at the limit
+// and never seen again, a reject, and an ack sent just inside its lock.
+func TestShareTrapsPass(t *testing.T) {
+	res, err := Check(readFixture(t, "share-traps"), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Valid != ValidTrue || len(res.Counts) != 0 {
+		t.Fatalf("valid %v, anomalies %v:\n%s", res.Valid, res.Counts, res.JSON())
+	}
+}
+
+// The traps are traps: each, changed to the anomaly it resembles, is found.
+func TestShareTrapsAreTraps(t *testing.T) {
+	cases := []struct {
+		anomaly string
+		edit    func(ops []history.Op)
+	}{
+		// offset 0: p2's refused accept taken instead.
+		{ShareDoubleAcquire, func(ops []history.Op) { setAck(ops, 0, history.OK) }},
+		// offset 1: the accept of unknown outcome taken.
+		{ShareAcceptedRedelivered, func(ops []history.Op) { setAck(ops, 1, history.OK) }},
+		// offset 2's second delivery past a limit of 1.
+		{ShareOverLimit, func(ops []history.Op) { setLimit(ops, 1) }},
+		// A limit of 5: offset 2, released at count 2 with two processes alive
+		// after (two unseen deliveries at most), is owed one.
+		{ShareReleaseLost, func(ops []history.Op) { setLimit(ops, 5) }},
+		// offset 5's ack sent a second later: past its lock.
+		{ShareLateAck, func(ops []history.Op) {
+			for i := range ops {
+				if ops[i].F == history.FShareAck && ops[i].Time > 900e6 {
+					ops[i].Time += 1e9
+				}
+			}
+			for i := range ops {
+				if ops[i].F != history.FShareAck && ops[i].Time > 900e6 {
+					ops[i].Time += 1e9
+				}
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.anomaly, func(t *testing.T) {
+			ops := readFixture(t, "share-traps")
+			c.edit(ops)
+			res, err := Check(ops, nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Counts[c.anomaly] == 0 {
+				t.Fatalf("changed trap: no %s found; anomalies %v:\n%s", c.anomaly, res.Counts, res.JSON())
+			}
+		})
+	}
+}
+
+// setAck makes the first share-ack of offset completion typ, its acks taken.
+func setAck(ops []history.Op, offset int64, typ history.Type) {
+	for i := range ops {
+		op := &ops[i]
+		if op.F != history.FShareAck || op.Type != history.Invoke {
+			continue
+		}
+		var a history.ShareAck
+		_ = json.Unmarshal(op.Raw, &a)
+		if len(a.Acks) == 0 || a.Acks[0].Offset != offset {
+			continue
+		}
+		done := &ops[i+1]
+		done.Type = typ
+		done.Raw, _ = json.Marshal(history.ShareAck{Acks: a.Acks})
+		return
+	}
+}
+
+// setLimit rewrites every share-fetch's delivery count limit.
+func setLimit(ops []history.Op, limit int16) {
+	for i := range ops {
+		op := &ops[i]
+		if op.F != history.FShareFetch || op.Type != history.OK {
+			continue
+		}
+		var f history.ShareFetch
+		_ = json.Unmarshal(op.Raw, &f)
+		f.Limit = limit
+		op.Raw, _ = json.Marshal(f)
+	}
+}
