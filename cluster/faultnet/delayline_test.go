@@ -137,7 +137,13 @@ func TestCloseSendsWhatIsQueued(t *testing.T) {
 func TestDelayLineIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		client, c, s := memPair(t)
-		go io.Copy(io.Discard, s)
+		// The peer reads all five writes: the deliverer has then drained
+		// its line and ended before the bubble does.
+		drained := make(chan error, 1)
+		go func() {
+			_, err := io.CopyN(io.Discard, s, 5*delayLineMax/4)
+			drained <- err
+		}()
 		client.Set(Rules{DelayMs: 1000})
 		start := time.Now()
 		chunk := make([]byte, delayLineMax/4)
@@ -154,6 +160,9 @@ func TestDelayLineIsBounded(t *testing.T) {
 		}
 		if d := time.Since(start); d != time.Second {
 			t.Fatalf("a write past the bound returned after %v, want the first write's 1s", d)
+		}
+		if err := <-drained; err != nil {
+			t.Fatalf("peer read: %v", err)
 		}
 	})
 }
