@@ -24,7 +24,7 @@ func TestNemesisVocabulary(t *testing.T) {
 		NemesisStop:               TakesLeaderAway,
 		NemesisPause:              TakesLeaderAway | DelaysRequests,
 		NemesisPartition:          TakesLeaderAway | DelaysRequests,
-		NemesisSlow:               DelaysRequests,
+		NemesisSlow:               TakesLeaderAway | DelaysRequests,
 		NemesisPowerLoss:          TakesLeaderAway | PowerCut,
 		NemesisClientCrash:        ClientFault,
 		NemesisConsumerRestart:    ClientFault | GroupFault,
@@ -52,7 +52,7 @@ func TestNemesisVocabulary(t *testing.T) {
 	if EndVerb(NemesisKill) != VerbStart || EndVerb(NemesisKIP101) != "end-kip101" || !IsEndVerb(VerbHealAll) {
 		t.Error("end verbs changed: the history format (DESIGN.md section 4) names them")
 	}
-	c := Config{Nemeses: []string{NemesisSlow, NemesisClientCrash}}
+	c := Config{Nemeses: []string{NemesisDelayClient, NemesisClientCrash}}
 	if c.HasFault(TakesLeaderAway) || !c.HasFault(ClientFault) {
 		t.Error("HasFault misreads the nemeses")
 	}
