@@ -148,7 +148,12 @@ func acquired(rp kmsg.ShareFetchResponseTopicPartition) map[int64]int16 {
 // group reading it from the earliest offset, and share settings mod.
 func shareCluster(t *testing.T, n int, mod func(*Config)) (*testCluster, string) {
 	// Two controller-only voters: the quorum outlives two brokers.
-	tc := startClusterWith(t, 3, 2, mod)
+	tc := startClusterWith(t, 3, 2, func(c *Config) {
+		c.Groups.ShareProtocol = true // --group-protocols classic,share
+		if mod != nil {
+			mod(c)
+		}
+	})
 	tc.createTopic("q", 1, 3, nil)
 	cl := tc.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite())
 	for i := 0; i < n; i++ {

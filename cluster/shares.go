@@ -54,7 +54,12 @@ func (b *Broker) startShares() *shareRoles {
 }
 
 // ShareGroups implements wire.ShareBackend.
-func (b *Broker) ShareGroups() *share.Groups { return b.shares.groups }
+func (b *Broker) ShareGroups() *share.Groups {
+	if !b.cfg.Groups.ShareProtocol {
+		return nil // not offered: wire answers share APIs UNSUPPORTED_VERSION
+	}
+	return b.shares.groups
+}
 
 // ShareManager implements wire.ShareBackend.
 func (b *Broker) ShareManager() *share.Manager { return b.shares.mgr }

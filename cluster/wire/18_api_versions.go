@@ -37,6 +37,9 @@ func (s *Server) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 		if consumerProtocolKey(k) && !s.opts.ConsumerProtocol {
 			continue
 		}
+		if shareKey(k) && s.shareBackend() == nil {
+			continue
+		}
 		v := kmsg.NewApiVersionsResponseApiKey()
 		v.ApiKey, v.MinVersion, v.MaxVersion = k, a.versions.min, s.maxVersion(k)
 		resp.ApiKeys = append(resp.ApiKeys, v)

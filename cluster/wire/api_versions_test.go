@@ -85,9 +85,16 @@ func TestApiVersionsKIP511RetryOnSameConnection(t *testing.T) {
 	if err := v3.ReadFrom(raw); err != nil {
 		t.Fatalf("retry answer: %v", err)
 	}
-	// Every registered key but KIP-848's two, which testServer does not
-	// offer (Options.ConsumerProtocol off).
-	if want := len(apis) - 2; corr != 7 || v3.ErrorCode != 0 || len(v3.ApiKeys) != want {
+	// Every registered key but KIP-848's two and KIP-932's, which
+	// testServer does not offer (Options.ConsumerProtocol off, no share
+	// roles).
+	share := 0
+	for k := range apis {
+		if shareKey(k) {
+			share++
+		}
+	}
+	if want := len(apis) - 2 - share; share != 11 || corr != 7 || v3.ErrorCode != 0 || len(v3.ApiKeys) != want {
 		t.Fatalf("retry answered corr %d error %d with %d keys, want 7, 0, %d", corr, v3.ErrorCode, len(v3.ApiKeys), want)
 	}
 }
@@ -151,5 +158,25 @@ func TestConsumerProtocolGate(t *testing.T) {
 	on := NewServer(emptyBackend{}, Options{MaxRequestBytes: 1 << 20, Logger: off.log, ConsumerProtocol: true})
 	if hb, d, f := consumerProtocolOffered(apiVersionsV3(t, on)); !hb || !d || !f {
 		t.Fatalf("consumer protocol on, advertised: heartbeat %v, describe %v, group.version %v; want all", hb, d, f)
+	}
+}
+
+// TestShareKeysOnlyWithShareRoles: a broker without share roles (its
+// --group-protocols lacks share) advertises none of KIP-932's keys, so
+// clients never pick share groups there (franz-go checks ShareFetch).
+func TestShareKeysOnlyWithShareRoles(t *testing.T) {
+	resp := apiVersionsV3(t, testServer())
+	for _, k := range resp.ApiKeys {
+		if shareKey(k.ApiKey) {
+			t.Errorf("share key %d advertised by a broker without share roles", k.ApiKey)
+		}
+	}
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == shareVersionFeature {
+			t.Errorf("share.version finalized by a broker without share roles")
+		}
+	}
+	if !shareKey(78) || !shareKey(79) || shareKey(68) || shareKey(80) {
+		t.Error("shareKey misnames KIP-932's keys")
 	}
 }

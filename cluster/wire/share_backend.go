@@ -26,6 +26,12 @@ func (s *Server) shareBackend() ShareBackend {
 	return sb
 }
 
+// shareKey says whether API key is one of KIP-932's: advertised only by a
+// broker that runs share groups.
+func shareKey(key int16) bool {
+	return (key >= 76 && key <= 79) || (key >= 83 && key <= 86) || (key >= 90 && key <= 92)
+}
+
 // shareVersionFeature is Kafka's ShareVersion.FEATURE_NAME: level 1 turns
 // share groups on (Kafka 4.1+).
 const shareVersionFeature = "share.version"

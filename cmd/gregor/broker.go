@@ -79,7 +79,7 @@ func (f *brokerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.lagMax, "replica-lag-max", 30*time.Second, "replica.lag.time.max.ms")
 	fl.DurationVar(&f.cgSession, "consumer-session-timeout", 45*time.Second, "group.consumer.session.timeout.ms: a KIP-848 consumer group member silent this long is fenced")
 	fl.DurationVar(&f.cgHeartbeat, "consumer-heartbeat-interval", 5*time.Second, "group.consumer.heartbeat.interval.ms: how often KIP-848 members are asked to heartbeat")
-	fl.StringSliceVar(&f.groupProtocols, "group-protocols", []string{group.RebalanceClassic}, "group.coordinator.rebalance.protocols: classic, or classic,consumer to offer KIP-848 consumer groups (ConsumerGroupHeartbeat, group.version); give every broker the same")
+	fl.StringSliceVar(&f.groupProtocols, "group-protocols", []string{group.RebalanceClassic}, "group.coordinator.rebalance.protocols: classic, plus consumer to offer KIP-848 consumer groups (ConsumerGroupHeartbeat, group.version) and/or share to offer KIP-932 share groups (ShareFetch, share.version); give every broker the same")
 	fl.StringSliceVar(&f.bugs, "bug", nil, "plant a known bug (testing the harness): "+strings.Join(cluster.BugNames(), ", "))
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug | info | warn | error")
 	fl.StringVar(&f.voters, "voters", "", "controller quorum voters id@host:raftport,... (every node of a multi-broker cluster); empty: a cluster of one")
@@ -161,7 +161,7 @@ func (f *brokerFlags) config() (cluster.Config, error) {
 		return cluster.Config{}, fmt.Errorf("--consumer-heartbeat-interval %v, --consumer-session-timeout %v: give both above 0, the interval below the timeout (Kafka: 5s and 45s)", f.cgHeartbeat, f.cgSession)
 	}
 	cfg.Groups.ConsumerSessionTimeout, cfg.Groups.ConsumerHeartbeatInterval = f.cgSession, f.cgHeartbeat
-	if cfg.Groups.ConsumerProtocol, err = group.ParseRebalanceProtocols(f.groupProtocols); err != nil {
+	if cfg.Groups.ConsumerProtocol, cfg.Groups.ShareProtocol, err = group.ParseRebalanceProtocols(f.groupProtocols); err != nil {
 		return cluster.Config{}, err
 	}
 	if err := cluster.PlantBugs(&cfg, f.bugs); err != nil {
