@@ -1,7 +1,6 @@
 package faultpoint
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"gregor/internal/atomicfile"
+	"gregor/internal/jsonl"
 )
 
 // FileName is the control file in a broker's data directory: the points
@@ -36,43 +36,14 @@ func WriteControl(path string, c Control) error {
 	return atomicfile.WriteFile(path, b, 0o644)
 }
 
-// AppendFiring appends f to the firings file at path in one write (O_APPEND):
-// the line is in the OS's page cache before a crash action exits the
-// process, so the harness reads it.
-func AppendFiring(path string, f Firing) error {
-	b, err := json.Marshal(f)
-	if err != nil {
-		return err
-	}
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = fh.Write(append(b, '\n'))
-	return errors.Join(err, fh.Close())
-}
+// AppendFiring appends f to the firings file at path in one write
+// (internal/jsonl): the line is in the OS's page cache before a crash
+// action exits the process, so the harness reads it.
+func AppendFiring(path string, f Firing) error { return jsonl.Append(path, f) }
 
 // ReadFirings reads a firings file; a missing file has none. A torn last
 // line (a crash mid-write) is skipped.
-func ReadFirings(path string) ([]Firing, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []Firing
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var f Firing
-		if json.Unmarshal(sc.Bytes(), &f) == nil {
-			out = append(out, f)
-		}
-	}
-	return out, sc.Err()
-}
+func ReadFirings(path string) ([]Firing, error) { return jsonl.Read[Firing](path) }
 
 // Counts are the firings per arming ID.
 func Counts(fs []Firing) map[string]int {

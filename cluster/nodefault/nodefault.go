@@ -9,7 +9,6 @@
 package nodefault
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,6 +23,7 @@ import (
 
 	"gregor/internal/atomicfile"
 	"gregor/internal/fsys"
+	"gregor/internal/jsonl"
 )
 
 // FileName is the control file in a broker's data directory, replaced
@@ -179,41 +179,12 @@ func WriteControl(path string, c Control) error {
 }
 
 // AppendEvent appends e to the events file at path in one write
-// (O_APPEND): a halt right after leaves it in the page cache.
-func AppendEvent(path string, e Event) error {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = fh.Write(append(b, '\n'))
-	return errors.Join(err, fh.Close())
-}
+// (internal/jsonl): a halt right after leaves it in the page cache.
+func AppendEvent(path string, e Event) error { return jsonl.Append(path, e) }
 
 // ReadEvents reads an events file; a missing file has none, a torn last
 // line is skipped.
-func ReadEvents(path string) ([]Event, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []Event
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var e Event
-		if json.Unmarshal(sc.Bytes(), &e) == nil {
-			out = append(out, e)
-		}
-	}
-	return out, sc.Err()
-}
+func ReadEvents(path string) ([]Event, error) { return jsonl.Read[Event](path) }
 
 // Watch applies dir's control file to s, polled every interval until ctx
 // ends, and calls flip for each flip ID not yet in the events file. A
