@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/internal/sleep"
 )
 
 // maxFetchWait bounds a share fetch's long poll whatever the client asks.
@@ -111,7 +113,12 @@ func (m *Manager) fetchRecords(ctx context.Context, group, member string, s *ses
 		if got > 0 || out.failed || !time.Now().Before(deadline) || ctx.Err() != nil {
 			return
 		}
-		if !waitAny(ctx, watches, deadline) {
+		if len(watches) == 0 {
+			// Nothing to watch: the long poll waits out its deadline.
+			sleep.Until(ctx, deadline)
+			return
+		}
+		if !sleep.UntilAny(ctx, watches, deadline) {
 			return
 		}
 	}
@@ -258,43 +265,4 @@ func (m *Manager) Acknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeReq
 		m.closeSession(ctx, group, member, s)
 	}
 	return resp
-}
-
-// waitAny waits until a watch fires, the deadline passes or ctx ends; it
-// reports whether a watch fired.
-func waitAny(ctx context.Context, watches []<-chan struct{}, deadline time.Time) bool {
-	if len(watches) == 0 {
-		t := time.NewTimer(time.Until(deadline))
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		return false
-	}
-	fired := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	defer close(stop)
-	for _, w := range watches {
-		go func(w <-chan struct{}) {
-			select {
-			case <-w:
-				select {
-				case fired <- struct{}{}:
-				default:
-				}
-			case <-stop:
-			}
-		}(w)
-	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-fired:
-		return true
-	case <-t.C:
-		return false
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/replica"
+	"gregor/internal/sleep"
 )
 
 func init() { register(1, 4, 12, handleFetch) }
@@ -53,7 +54,7 @@ func handleFetch(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) 
 			if failed || bytes >= int(req.MinBytes) || bytes > 0 && req.MinBytes <= 0 || !time.Now().Before(deadline) {
 				return resp
 			}
-			if !waitAny(ctx, watches, deadline) {
+			if !sleep.UntilAny(ctx, watches, deadline) {
 				resp, _, _, _ = s.fetchOnce(req)
 				return resp
 			}
@@ -128,37 +129,4 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, to
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, total, watches, failed
-}
-
-// waitAny waits until one of the watches fires, the deadline passes or the
-// connection ends. It reports whether a watch fired.
-func waitAny(ctx context.Context, watches []<-chan struct{}, deadline time.Time) bool {
-	if len(watches) == 0 {
-		return false
-	}
-	fired := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	defer close(stop)
-	for _, w := range watches {
-		go func(w <-chan struct{}) {
-			select {
-			case <-w:
-				select {
-				case fired <- struct{}{}:
-				default:
-				}
-			case <-stop:
-			}
-		}(w)
-	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-fired:
-		return true
-	case <-t.C:
-		return false
-	case <-ctx.Done():
-		return false
-	}
 }
