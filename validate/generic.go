@@ -24,10 +24,18 @@ import (
 // NoBug names the control row of the generic table.
 const NoBug = "(no bug)"
 
+// ForbidsLoss says whether the theory forbids a lost acknowledged write in
+// a cell's run (checker.Expect of the test.json its arguments would record).
+// A safe row's cell where it does not (a whole-cluster power loss without
+// fsync loses acknowledged writes at any acks and min ISR) can show no
+// planted bug by a loss: its runs would be spent for nothing.
+type ForbidsLoss func(matrix.Cell) (bool, error)
+
 // GenericCells are the cells of spec's safe rows under its nemeses and
-// seeds, once per bug in bugs and once without a bug. Each cell's label is
+// seeds, once per bug in bugs and once without a bug, where forbidsLoss
+// holds; the nemeses it dropped are returned by name. Each cell's label is
 // its configuration's (with "bugs=NAME" when one is planted).
-func GenericCells(spec *matrix.Spec, bugs []string) ([]matrix.Cell, error) {
+func GenericCells(spec *matrix.Spec, bugs []string, forbidsLoss ForbidsLoss) (cells []matrix.Cell, dropped []string, err error) {
 	var safe []matrix.Settings
 	configs := append(slices.Clone(spec.Configs), spec.Dimensions.Configs()...)
 	for _, c := range configs {
@@ -36,15 +44,14 @@ func GenericCells(spec *matrix.Spec, bugs []string) ([]matrix.Cell, error) {
 		}
 	}
 	if len(safe) == 0 {
-		return nil, fmt.Errorf("matrix %q has no safe configuration (acks all, min_isr >= 2, unclean false) to plant bugs into: add one", spec.Name)
+		return nil, nil, fmt.Errorf("matrix %q has no safe configuration (acks all, min_isr >= 2, unclean false) to plant bugs into: add one", spec.Name)
 	}
 	known := BugNames()
 	for _, b := range bugs {
 		if !slices.Contains(known, b) {
-			return nil, fmt.Errorf("--bugs %q: no such planted bug with a probe; choose from %v", b, known)
+			return nil, nil, fmt.Errorf("--bugs %q: no such planted bug with a probe; choose from %v", b, known)
 		}
 	}
-	var cells []matrix.Cell
 	for _, bug := range append([]string{""}, bugs...) {
 		one := *spec
 		one.Dimensions = matrix.Dimensions{}
@@ -58,11 +65,21 @@ func GenericCells(spec *matrix.Spec, bugs []string) ([]matrix.Cell, error) {
 		}
 		cs, err := one.Cells()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		cells = append(cells, cs...)
+		for _, c := range cs {
+			keep, err := forbidsLoss(c)
+			if err != nil {
+				return nil, nil, err
+			}
+			if keep {
+				cells = append(cells, c)
+			} else if !slices.Contains(dropped, c.Nemesis.Name) {
+				dropped = append(dropped, c.Nemesis.Name)
+			}
+		}
 	}
-	return cells, nil
+	return cells, dropped, nil
 }
 
 // isSafe says whether configuration c (over defaults d) forbids every lost

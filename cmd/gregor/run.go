@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 
@@ -294,11 +295,39 @@ Exit status (as gregor check):
 			return verdict(cmd, rep)
 		},
 	}
-	registerRun(cmd.Flags(), &cfg)
-	registerTarget(cmd.Flags(), &target)
-	sec.register(cmd.Flags())
-	cmd.Flags().IntVar(&repeat, "repeat", 1, "--runtime sim: run the seed this many times and print how often each anomaly recurs (the schedule is the seed's; goroutine scheduling in the simulation is not deterministic, so runs of one seed differ)")
+	registerRunCommand(cmd.Flags(), &cfg, &target, &sec, &repeat)
 	return cmd
+}
+
+// registerRunCommand binds every flag of `gregor run`: its settings, its
+// target and security, and --repeat.
+func registerRunCommand(fl *pflag.FlagSet, cfg *harness.Config, target *targetFlags, sec *securityFlags, repeat *int) {
+	registerRun(fl, cfg)
+	registerTarget(fl, target)
+	sec.register(fl)
+	fl.IntVar(repeat, "repeat", 1, "--runtime sim: run the seed this many times and print how often each anomaly recurs (the schedule is the seed's; goroutine scheduling in the simulation is not deterministic, so runs of one seed differ)")
+}
+
+// plannedRecord is the test.json `gregor run args...` would record, read
+// from run's own flags and defaults before anything runs: the one mapping
+// from a matrix cell's arguments to the configuration the checker's theory
+// (checker.Expect) reads. The settings are not validated here; the run
+// validates them.
+func plannedRecord(args []string) (history.Config, error) {
+	var (
+		cfg    harness.Config
+		target targetFlags
+		sec    securityFlags
+		repeat int
+	)
+	fl := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	registerRunCommand(fl, &cfg, &target, &sec, &repeat)
+	if err := fl.Parse(args); err != nil {
+		return history.Config{}, fmt.Errorf("gregor run %s: %w", strings.Join(args, " "), err)
+	}
+	clientDefaults(fl, &cfg)
+	return cfg.Record(target.Runtime), nil
 }
 
 // verdict prints the result's summary and maps it to the exit status.
