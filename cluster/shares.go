@@ -18,6 +18,7 @@ import (
 	"gregor/cluster/meta"
 	"gregor/cluster/replica"
 	"gregor/cluster/share"
+	"gregor/cluster/wire"
 )
 
 // shareRoles are a broker's share roles.
@@ -143,6 +144,25 @@ func (e shareEnv) stateCoordinator(ctx context.Context, k share.StateKey) (int32
 		return -1, err
 	}
 	return c.NodeID, nil
+}
+
+// FindShareCoordinator implements wire.ShareCoordinatorFinder: the leader
+// of the __share_group_state partition of key, a share partition named as
+// Kafka's FindCoordinator v6 key type SHARE takes it
+// ("groupId:topicId:partition", KafkaApis.getCoordinator with
+// ShareCoordinator.partitionFor), the topic created on first use. A
+// malformed key is INVALID_REQUEST; a broker without share roles has no
+// share coordinator (COORDINATOR_NOT_AVAILABLE).
+func (b *Broker) FindShareCoordinator(ctx context.Context, key string) (wire.Coordinator, *kerr.Error, string) {
+	if b.ShareGroups() == nil {
+		return wire.Coordinator{}, kerr.CoordinatorNotAvailable, ""
+	}
+	k, err := share.ParseCoordinatorKey(key)
+	if err != nil {
+		return wire.Coordinator{}, kerr.InvalidRequest, err.Error()
+	}
+	c, e := b.findCoordinator(ctx, meta.ShareGroupStateTopic, b.shareConfig().StatePartitions, k.CoordinatorKey())
+	return c, e, ""
 }
 
 func (b *Broker) shareConfig() share.Config {

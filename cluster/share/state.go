@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -57,6 +59,28 @@ type StateKey struct {
 // partition function take for k (ShareGroupHelper's groupId:topicId:partition).
 func (k StateKey) CoordinatorKey() string {
 	return fmt.Sprintf("%s:%s:%d", k.Group, uuidString(k.TopicID), k.Partition)
+}
+
+// ParseCoordinatorKey is CoordinatorKey's inverse, as Kafka's
+// SharePartitionKey.getInstance validates a FindCoordinator key of type
+// SHARE: three ':'-separated parts, a topic id (Uuid's base64 form) and a
+// partition number.
+func ParseCoordinatorKey(s string) (StateKey, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 || parts[0] == "" {
+		return StateKey{}, fmt.Errorf("share coordinator key %q: want groupId:topicId:partition", s)
+	}
+	id, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil || len(id) != 16 {
+		return StateKey{}, fmt.Errorf("share coordinator key %q: topic id %q is not a Uuid", s, parts[1])
+	}
+	p, err := strconv.ParseInt(parts[2], 10, 32)
+	if err != nil || p < 0 {
+		return StateKey{}, fmt.Errorf("share coordinator key %q: partition %q", s, parts[2])
+	}
+	k := StateKey{Group: parts[0], Partition: int32(p)}
+	copy(k.TopicID[:], id)
+	return k, nil
 }
 
 // StateCoordinator is the share coordinator: the __share_group_state

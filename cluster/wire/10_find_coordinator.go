@@ -1,6 +1,8 @@
 package wire
 
-// FindCoordinator: v0-4 (v4: a batch of CoordinatorKeys, KIP-699).
+// FindCoordinator: v0-6 (v4: a batch of CoordinatorKeys, KIP-699; v5: the
+// client understands TRANSACTION_ABORTABLE, KIP-890, which a lookup never
+// answers; v6: key type SHARE, KIP-932).
 //
 // Behaviour:
 //   - group keys (type 0): the leader of the group's __consumer_offsets
@@ -8,7 +10,13 @@ package wire
 //     on first use; COORDINATOR_NOT_AVAILABLE while it has no leader;
 //   - transaction keys (type 1): the leader of the transactional id's
 //     __transaction_state partition (the same hash), the topic created on
-//     first use; other types: INVALID_REQUEST.
+//     first use;
+//   - share keys (type 2, v6+: KafkaApis.getCoordinator answers
+//     INVALID_REQUEST below): "groupId:topicId:partition", the leader of
+//     the share partition's __share_group_state partition (the share
+//     coordinator, ShareCoordinatorService.partitionFor); a broker without
+//     share groups answers COORDINATOR_NOT_AVAILABLE, as Kafka's does;
+//   - other types: INVALID_REQUEST.
 
 import (
 	"context"
@@ -17,7 +25,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(10, 0, 4, handleFindCoordinator) }
+func init() { register(10, 0, 6, handleFindCoordinator) }
+
+// ShareCoordinatorFinder is implemented by brokers that can name a share
+// partition's share coordinator (FindCoordinator key type SHARE); msg
+// explains an INVALID_REQUEST.
+type ShareCoordinatorFinder interface {
+	FindShareCoordinator(ctx context.Context, key string) (c Coordinator, e *kerr.Error, msg string)
+}
+
+// coordinatorTypeShare is Kafka's CoordinatorType.SHARE and the first
+// FindCoordinator version that may ask for it.
+const (
+	coordinatorTypeShare int8  = 2
+	shareLookupVersion   int16 = 6
+)
 
 func handleFindCoordinator(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
@@ -33,7 +55,15 @@ func handleFindCoordinator(s *Server, ctx context.Context, hdr header, kreq kmsg
 		var c Coordinator
 		gb, isGroup := s.b.(GroupBackend)
 		tb, isTxn := s.b.(TxnBackend)
+		sf, isShare := s.b.(ShareCoordinatorFinder)
 		switch {
+		case req.CoordinatorType == coordinatorTypeShare && req.Version >= shareLookupVersion && isShare:
+			var msg string
+			if c, e, msg = sf.FindShareCoordinator(ctx, key); msg != "" {
+				rc.ErrorMessage = &msg
+			}
+		case req.CoordinatorType == coordinatorTypeShare && req.Version >= shareLookupVersion:
+			e = kerr.CoordinatorNotAvailable
 		case req.CoordinatorType == 1 && isTxn:
 			c, e = tb.FindTxnCoordinator(ctx, key)
 		case req.CoordinatorType == 0 && isGroup:
@@ -42,7 +72,7 @@ func handleFindCoordinator(s *Server, ctx context.Context, hdr header, kreq kmsg
 			e = kerr.CoordinatorNotAvailable
 		default:
 			e = kerr.InvalidRequest
-			msg := "coordinator type must be 0 (group) or 1 (transaction)"
+			msg := "coordinator type must be 0 (group), 1 (transaction) or, from version 6, 2 (share)"
 			rc.ErrorMessage = &msg
 		}
 		if e == nil {
