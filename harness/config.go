@@ -247,6 +247,9 @@ func (c *Config) validateNemeses(wl kit.Descriptor) error {
 		return fmt.Errorf("--nemesis-target coordinator hits the coordinator of the workload's consumer group or transactional id: add --workload %s",
 			kit.OrList(all.Workloads.Names(kit.Descriptor.Coordinator)))
 	}
+	if target == nemesis.TargetShareCoordinator && c.Workload != history.WorkloadShare {
+		return fmt.Errorf("--nemesis-target share-coordinator hits a share partition's share coordinator: add --workload %s", history.WorkloadShare)
+	}
 	shapes, err := nemesis.ParseShapes(c.Shapes)
 	if err != nil {
 		return err

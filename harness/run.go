@@ -370,7 +370,7 @@ func (r *run) buildWorkload() error {
 	}
 	r.topo = topo
 	topo.ControllerOnly = r.voters
-	topo.Group, topo.TxnID, topo.TransactionalIDs = hooks.Group, hooks.TxnID, hooks.TransactionalIDs
+	topo.Group, topo.TxnID, topo.TransactionalIDs, topo.ShareGroup = hooks.Group, hooks.TxnID, hooks.TransactionalIDs, hooks.ShareGroup
 	r.runner = &nemesis.Runner{Cluster: r.c, Topo: topo, History: r.dir.hist, Epoch: r.epoch, Target: nemesis.Target(r.t.Target),
 		Crash: wl.Crash, PauseProducer: hooks.PauseProducer, Links: r.links, SessionTimeout: r.t.Cluster.SessionTimeout,
 		SlowDelay: r.t.SlowDelay, SlowLoss: r.t.SlowLoss}

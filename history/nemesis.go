@@ -68,6 +68,9 @@ const (
 	// group (FindCoordinator key type 0), or the transaction coordinator of
 	// its transactional id (key type 1) where there is no group.
 	TargetCoordinator = "coordinator"
+	// TargetShareCoordinator is the share coordinator of a drawn partition
+	// of the run's share group (FindCoordinator key type 2, KIP-932).
+	TargetShareCoordinator = "share-coordinator"
 )
 
 // Verbs that end a fault: a kill, stop or power loss ends with the broker's

@@ -115,10 +115,20 @@ const (
 	// the group's commits (or the transaction's state) go to. A run with
 	// neither falls back to a random broker, with a note.
 	TargetCoordinator Target = history.TargetCoordinator
+	// TargetShareCoordinator is the share coordinator of a drawn partition
+	// of the run's share group (the share workload): the broker
+	// FindCoordinator v6 names for key type SHARE and the key
+	// "group:topicId:partition", the leader of the __share_group_state
+	// partition that share partition's state (start offset, in-flight
+	// records, delivery counts) is written to (KIP-932's ShareCoordinator).
+	// The group coordinator of a share group is TargetCoordinator's. A run
+	// without a share group falls back to a random broker, with a note.
+	TargetShareCoordinator Target = history.TargetShareCoordinator
 )
 
 // Targets lists every target.
-var Targets = []Target{TargetRandom, TargetLeader, TargetController, TargetMinority, TargetMajority, TargetAll, TargetCoordinator}
+var Targets = []Target{TargetRandom, TargetLeader, TargetController, TargetMinority, TargetMajority, TargetAll, TargetCoordinator,
+	TargetShareCoordinator}
 
 // ParseTarget parses --nemesis-target.
 func ParseTarget(s string) (Target, error) {

@@ -299,3 +299,51 @@ func TestStepBegunIsAppliedWhole(t *testing.T) {
 		}
 	})
 }
+
+// shareTopo names a share coordinator per partition (coord[p]).
+type shareTopo struct {
+	StaticTopology
+	coord []int32
+}
+
+func (s shareTopo) ShareCoordinator(_ context.Context, p int32) (int32, error) {
+	if int(p) >= len(s.coord) {
+		return -1, context.DeadlineExceeded
+	}
+	return s.coord[p], nil
+}
+
+// TargetShareCoordinator hits the share coordinator of the drawn
+// partition, records that partition, and falls back to a random broker
+// with a note when the topology has no share group or cannot say; a kill
+// and an isolating partition both take it.
+func TestShareCoordinatorResolves(t *testing.T) {
+	st := StaticTopology{IDs: []int32{1, 2, 3}, Leaders: []int32{1, 1, 1, 1}}
+	topo := shareTopo{st, []int32{2, 3, 1, 2}}
+	seen := map[int32]bool{}
+	for pick := range uint64(40) {
+		a, err := Resolve(context.Background(), Step{Kind: Kill, Pick: pick}, TargetShareCoordinator, topo)
+		if err != nil || a.Partition < 0 || !slices.Equal(a.Nodes, []int32{topo.coord[a.Partition]}) || a.Note == "" {
+			t.Fatalf("pick %d: %+v %v", pick, a, err)
+		}
+		seen[a.Partition] = true
+		p, err := Resolve(context.Background(), Step{Kind: Partition, Shape: IsolateOne, Pick: pick}, TargetShareCoordinator, topo)
+		if err != nil || len(p.Groups) != 2 || !slices.Equal(p.Groups[0], []int32{topo.coord[p.Partition]}) {
+			t.Fatalf("pick %d: isolate the share coordinator: %+v %v", pick, p, err)
+		}
+	}
+	if len(seen) < 2 {
+		t.Errorf("40 picks drew partitions %v: the partition is not drawn", seen)
+	}
+	a, err := Resolve(context.Background(), Step{Kind: Kill, Pick: 3}, TargetShareCoordinator, shareTopo{st, nil})
+	if err != nil || len(a.Nodes) != 1 || !strings.Contains(a.Note, "unknown") {
+		t.Fatalf("unknown share coordinator: %+v %v", a, err)
+	}
+	a, err = Resolve(context.Background(), Step{Kind: Kill, Pick: 3}, TargetShareCoordinator, st)
+	if err != nil || len(a.Nodes) != 1 || !strings.Contains(a.Note, "no share coordinator") {
+		t.Fatalf("no share topology: %+v %v", a, err)
+	}
+	if _, err := ParseTarget("share-coordinator"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -45,6 +45,12 @@ type coordinatorTopology interface {
 	Coordinator(ctx context.Context) (int32, error)
 }
 
+// shareTopology is a Topology that can find the share coordinator of a
+// partition of the run's share group (TargetShareCoordinator).
+type shareTopology interface {
+	ShareCoordinator(ctx context.Context, partition int32) (int32, error)
+}
+
 // replicaTopology is a Topology that can read a partition's replicas and
 // ISR, which scenario faults (StrandLeader, KIP101) need.
 type replicaTopology interface {
@@ -107,6 +113,8 @@ func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, erro
 				return shuffled[:1]
 			}
 			return []int32{id}
+		case TargetShareCoordinator:
+			return shareCoordinator(ctx, topo, part, &a, shuffled[:1])
 		case TargetMinority:
 			return shuffled[:max(1, (n-1)/2)]
 		case TargetMajority:
@@ -184,6 +192,25 @@ func Resolve(ctx context.Context, s Step, t Target, topo Topology) (Action, erro
 	}
 	a.Nodes = sorted(dedup(a.Nodes))
 	return a, nil
+}
+
+// shareCoordinator is the share coordinator of partition part of the run's
+// share group, recorded as the action's partition; fallback (a random
+// broker) with a note when topo cannot say.
+func shareCoordinator(ctx context.Context, topo Topology, part int32, a *Action, fallback []int32) []int32 {
+	a.Partition = part
+	st, ok := topo.(shareTopology)
+	if !ok {
+		a.Note = "no share coordinator to ask for: a random broker instead"
+		return fallback
+	}
+	id, err := st.ShareCoordinator(ctx, part)
+	if err != nil || id < 0 {
+		a.Note = fmt.Sprintf("share coordinator of partition %d unknown (%v): a random broker instead", part, err)
+		return fallback
+	}
+	a.Note = fmt.Sprintf("share coordinator of partition %d", part)
+	return []int32{id}
 }
 
 // voters are topo's controller-only voters, if it knows them. The ring shape

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/cluster/share"
 	"gregor/internal/dialer"
 	"gregor/internal/sleep"
 	"gregor/runtime"
@@ -30,6 +31,9 @@ type KafkaTopology struct {
 	// Group and TxnID are the consumer group and transactional id whose
 	// coordinator TargetCoordinator hits (the group first); "" for none.
 	Group, TxnID string
+	// ShareGroup is the share group whose share coordinators
+	// TargetShareCoordinator hits; "" for none.
+	ShareGroup string
 }
 
 // TxnIDs implements txnTopology.
@@ -51,6 +55,40 @@ func (k *KafkaTopology) Coordinator(ctx context.Context) (int32, error) {
 		return k.findCoordinator(ctx, k.TxnID, 1)
 	}
 	return -1, fmt.Errorf("the run has no consumer group and no transactional id")
+}
+
+// ShareCoordinator implements shareTopology: FindCoordinator v6 for key
+// type SHARE (2) and ShareGroup's share partition of the topic (KIP-932:
+// "groupId:topicId:partition", cluster/share.StateKey's CoordinatorKey).
+func (k *KafkaTopology) ShareCoordinator(ctx context.Context, partition int32) (int32, error) {
+	if k.ShareGroup == "" {
+		return -1, fmt.Errorf("the run has no share group")
+	}
+	id, err := k.topicID(ctx)
+	if err != nil {
+		return -1, err
+	}
+	return k.findCoordinator(ctx, share.StateKey{Group: k.ShareGroup, TopicID: id, Partition: partition}.CoordinatorKey(), 2)
+}
+
+// topicID is the topic's id as Metadata (v10+) reports it.
+func (k *KafkaTopology) topicID(ctx context.Context) ([16]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, metadataTimeout)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(k.topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, k.cl)
+	if err != nil {
+		return [16]byte{}, fmt.Errorf("metadata of %s: %w", k.topic, err)
+	}
+	for _, t := range resp.Topics {
+		if t.Topic != nil && *t.Topic == k.topic && t.TopicID != ([16]byte{}) {
+			return t.TopicID, nil
+		}
+	}
+	return [16]byte{}, fmt.Errorf("metadata names no id for topic %s", k.topic)
 }
 
 // coordinatorRetry spaces FindCoordinator attempts; metadataTimeout bounds

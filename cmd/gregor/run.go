@@ -51,7 +51,7 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.DurationVar(&cfg.Interval, "nemesis-interval", def.Interval, "mean quiet time between faults")
 	fl.DurationVar(&cfg.Hold, "nemesis-duration", def.Hold, "mean duration of a fault")
 	fl.BoolVar(&cfg.Compose, "compose", def.Compose, "let faults of different kinds overlap (each kind its own timeline; partition and slow share one)")
-	fl.StringVar(&cfg.Target, "nemesis-target", def.Target, "random | leader | controller | minority | majority | all | coordinator (the consumer group's)")
+	fl.StringVar(&cfg.Target, "nemesis-target", def.Target, "random | leader | controller | minority | majority | all | coordinator (the consumer group's) | share-coordinator (a drawn share partition's)")
 	fl.StringSliceVar(&cfg.Shapes, "partition-shapes", def.Shapes, "partition shapes to draw from (default all): isolate-one, isolate-leader, halves, majorities-ring, bridge")
 	fl.StringSliceVar(&cfg.FaultPoints, "fault-points", def.FaultPoints, "fault-points nemesis: the points to draw from (default all): "+pointList())
 	fl.StringVar(&cfg.PointTarget, "fault-point-target", def.PointTarget, "fault-points nemesis: whom a step arms (default: --nemesis-target); all lets a point fire on whichever broker reaches it")
@@ -173,7 +173,8 @@ figures (rebalance pauses, lag) to results.json and the report.
 --nemesis-target: random, leader (of a drawn partition), controller (the
 ControllerID Metadata reports: a live broker, not necessarily the active raft
 leader), minority, majority, all, coordinator (of the --workload group
-consumer group: FindCoordinator). With brokers in combined mode, a majority
+consumer group: FindCoordinator), share-coordinator (--workload share: the
+share coordinator of a drawn partition, FindCoordinator key type SHARE). With brokers in combined mode, a majority
 fault loses the controller quorum; add --controllers N for progress.
 The schedule comes from --seed: the same seed replays it. Every run writes it
 to schedule.json before the first fault (each step: start, kind, target rule,

@@ -75,6 +75,9 @@ type Hooks struct {
 	// coordinator hits (it goes first); TxnID the transactional id's
 	// otherwise.
 	Group, TxnID string
+	// ShareGroup is the share group whose share coordinators
+	// --nemesis-target share-coordinator hits.
+	ShareGroup string
 	// TransactionalIDs are the ids kill-txn-coordinator draws from.
 	TransactionalIDs []string
 	// PauseProducer is the pause-producer nemesis's hook

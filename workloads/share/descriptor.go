@@ -38,5 +38,5 @@ func (Descriptor) New(s kit.Shared, _ any, env kit.Env) (kit.Workload, kit.Hooks
 	if err != nil {
 		return nil, kit.Hooks{}, err
 	}
-	return w, kit.Hooks{Group: w.group}, nil
+	return w, kit.Hooks{Group: w.group, ShareGroup: w.group}, nil
 }
