@@ -85,8 +85,17 @@ type quorum struct {
 	ctrl      *controller.Controller
 	transport *controller.KconnTransport
 	client    *controller.Client
-	life      *controller.Lifecycle
-	cancelSub func()
+	// heartbeats is the lifecycle's own channel to the controller (Kafka's
+	// BrokerLifecycleManager has a NodeToControllerChannelManager of its
+	// own, "heartbeat", beside AlterPartitionManager's and forwarding's):
+	// a connection serves one request at a time, and a heartbeat queued
+	// behind a burst of ISR changes (a restart's hundred partitions
+	// catching up) missed the session, fencing a live broker, whose
+	// elections then made the next burst.
+	heartbeats *controller.KconnTransport
+	hbClient   *controller.Client
+	life       *controller.Lifecycle
+	cancelSub  func()
 
 	mu    sync.Mutex
 	image *meta.Image
@@ -137,6 +146,8 @@ func (b *Broker) startQuorum(host string, port int32) (*quorum, error) {
 	q.transport = &controller.KconnTransport{Addrs: addrs, Options: b.peerOptions(kconn.Options{
 		Dial: b.net.Dial, ClientID: fmt.Sprintf("%s%d", wire.ForwardClientPrefix, cfg.NodeID), DialTimeout: 2 * time.Second})}
 	q.client = &controller.Client{Transport: q.transport, Active: ctrl.ActiveController, Nodes: nodes}
+	q.heartbeats = &controller.KconnTransport{Addrs: addrs, Options: q.transport.Options}
+	q.hbClient = &controller.Client{Transport: q.heartbeats, Active: ctrl.ActiveController, Nodes: nodes}
 	ch, cancel, err := ctrl.Subscribe()
 	if err != nil {
 		ctrl.Close()
@@ -149,7 +160,8 @@ func (b *Broker) startQuorum(host string, port int32) (*quorum, error) {
 		return q, q.follow(ch)
 	}
 	q.life = controller.StartLifecycle(controller.LifecycleConfig{
-		BrokerID: cfg.NodeID, Host: host, Port: port, ClusterID: cfg.ClusterID, Client: q.client,
+		BrokerID: cfg.NodeID, Host: host, Port: port, ClusterID: cfg.ClusterID,
+		Client:            q.hbClient,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		// Half a session: an attempt stalled on a controller that a
 		// partition cut off is abandoned in time for the next one to reach
@@ -361,6 +373,7 @@ func (q *quorum) shutdown(controlled bool, bound time.Duration) {
 	}
 	q.cancelSub()
 	q.transport.Close()
+	q.heartbeats.Close()
 	if err := q.ctrl.Close(); err != nil {
 		q.b.log.Warn("closing controller", "err", err)
 	}
