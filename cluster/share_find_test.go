@@ -75,3 +75,4 @@ func TestFindShareCoordinatorWithoutShareGroups(t *testing.T) {
 		t.Fatalf("%v, want COORDINATOR_NOT_AVAILABLE", e)
 	}
 }
+

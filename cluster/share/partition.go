@@ -74,7 +74,9 @@ func (sp *SharePartition) leading() bool {
 // load reads the durable state from the share coordinator, initializing it
 // from share.auto.offset.reset when there is none (Kafka's
 // SharePartition.maybeInitialize). Acquired records come back available:
-// their locks died with the old leader. Caller holds mu.
+// their locks died with the old leader, which ends them as an elapsed lock
+// does (KIP-932's state machine): one already delivered DeliveryLimit
+// times is archived, never delivered past the limit. Caller holds mu.
 func (sp *SharePartition) load(ctx context.Context) *kerr.Error {
 	st, e := sp.m.env.ReadState(ctx, sp.key, sp.leaderEp)
 	if e != nil {
@@ -97,8 +99,8 @@ func (sp *SharePartition) load(ctx context.Context) *kerr.Error {
 	for _, b := range st.Batches {
 		for o := b.First; o <= b.Last; o++ {
 			r := &inflight{state: b.State, count: b.Count}
-			if r.state == stateAcquired {
-				r.state = stateAvailable
+			if r.state == stateAcquired || r.state == stateAvailable {
+				sp.release(r)
 			}
 			sp.records[o] = r
 		}
