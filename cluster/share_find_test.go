@@ -75,4 +75,3 @@ func TestFindShareCoordinatorWithoutShareGroups(t *testing.T) {
 		t.Fatalf("%v, want COORDINATOR_NOT_AVAILABLE", e)
 	}
 }
-
