@@ -184,36 +184,53 @@ func (si *shareIndex) checkRecord(ix *index, col *collector, k shareRec, as []*a
 		}
 		return e
 	}
-	for i, x := range as {
+	for _, x := range as {
 		if si.limit > 0 && x.count > si.limit {
 			col.add(ShareOverLimit, func() Example {
 				return ex(fmt.Sprintf("delivered at count %d, past the delivery count limit %d", x.count, si.limit), x.call)
 			})
 		}
 		for _, ack := range x.acks {
-			if sent := ix.calls[ack.call].start; sent > x.end+x.lockNs+shareSlackNs && !si.reacquired(as[i+1:], x) {
+			if sent := ix.calls[ack.call].start; sent > x.end+x.lockNs+shareSlackNs && !si.reacquired(ix, as, x) {
 				col.add(ShareLateAck, func() Example {
 					return ex(fmt.Sprintf("%s taken though sent %d ms after the poll returned the record, past its %d ms lock", ack.typ, (sent-x.end)/1e6, x.lockNs/1e6), x.call, ack.call)
 				})
 			}
 		}
-		for _, y := range as[i+1:] {
-			if y.count <= x.count {
-				continue
+		for _, y := range as {
+			if later(ix, x, y) {
+				si.checkLater(ix, col, ex, x, y)
 			}
-			si.checkLater(ix, col, ex, x, y)
 		}
 	}
-	si.checkRedelivered(col, ex, as)
+	si.checkRedelivered(ix, col, ex, as)
+}
+
+// later reports whether y is a later delivery of the record than x: y's
+// fetch was sent after x's returned, or the two overlap and y's delivery
+// count is higher (the order the leader acquired in). Counts alone do not
+// order deliveries across a share-partition leader's failover: the new
+// leader starts from the durable state, which need not hold the last
+// acquisitions (an acquisition is not written, and a write may fail), so a
+// later delivery can carry a lower count. KIP-932: the delivery count
+// "cannot be relied upon to be precise in all situations".
+func later(ix *index, x, y *acquisition) bool {
+	if x == y {
+		return false
+	}
+	if ix.calls[y.call].start > x.end {
+		return true
+	}
+	return ix.calls[x.call].start <= y.end && y.count > x.count
 }
 
 // reacquired reports whether x's process got the record again later (a
 // higher count): its client may have fetched it again while the consumer
 // stalled, and a late acknowledgement then answers that delivery, which a
 // correct broker takes (an acknowledgement names a member and an offset).
-func (si *shareIndex) reacquired(later []*acquisition, x *acquisition) bool {
-	for _, y := range later {
-		if y.proc == x.proc && y.count > x.count {
+func (si *shareIndex) reacquired(ix *index, as []*acquisition, x *acquisition) bool {
+	for _, y := range as {
+		if y.proc == x.proc && later(ix, x, y) {
 			return true
 		}
 	}
@@ -245,11 +262,16 @@ func (si *shareIndex) checkLater(ix *index, col *collector, ex func(string, ...i
 // after the delivery (a consumer closing with the record fetched but not
 // polled releases it), so only a count below the limit by more than those
 // is owed a delivery.
-func (si *shareIndex) checkRedelivered(col *collector, ex func(string, ...int32) Example, as []*acquisition) {
+func (si *shareIndex) checkRedelivered(ix *index, col *collector, ex func(string, ...int32) Example, as []*acquisition) {
 	if !si.drained || si.limit == 0 {
 		return
 	}
-	last := as[len(as)-1]
+	last := as[0]
+	for _, a := range as[1:] {
+		if later(ix, last, a) {
+			last = a
+		}
+	}
 	if last.unknown {
 		return
 	}
