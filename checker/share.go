@@ -191,7 +191,7 @@ func (si *shareIndex) checkRecord(ix *index, col *collector, k shareRec, as []*a
 			})
 		}
 		for _, ack := range x.acks {
-			if sent := ix.calls[ack.call].start; sent > x.end+x.lockNs+shareSlackNs && !si.reacquired(ix, as, x) {
+			if sent := ix.calls[ack.call].start; sent > x.end+x.lockNs+shareSlackNs && !si.reacquired(as, x) {
 				col.add(ShareLateAck, func() Example {
 					return ex(fmt.Sprintf("%s taken though sent %d ms after the poll returned the record, past its %d ms lock", ack.typ, (sent-x.end)/1e6, x.lockNs/1e6), x.call, ack.call)
 				})
@@ -203,34 +203,31 @@ func (si *shareIndex) checkRecord(ix *index, col *collector, k shareRec, as []*a
 			}
 		}
 	}
-	si.checkRedelivered(ix, col, ex, as)
+	si.checkRedelivered(col, ex, as)
 }
 
-// later reports whether y is a later delivery of the record than x: y's
-// fetch was sent after x's returned, or the two overlap and y's delivery
-// count is higher (the order the leader acquired in). Counts alone do not
-// order deliveries across a share-partition leader's failover: the new
+// later reports whether y is certainly a later delivery of the record
+// than x: its delivery count is higher (the order one leader acquires in)
+// and the times do not say otherwise. Where they do (x's poll was sent
+// after y's returned), the pair's order is unknown and neither is checked
+// against the other: across a share-partition leader's failover the new
 // leader starts from the durable state, which need not hold the last
 // acquisitions (an acquisition is not written, and a write may fail), so a
-// later delivery can carry a lower count. KIP-932: the delivery count
-// "cannot be relied upon to be precise in all situations".
+// later delivery can carry a lower count (KIP-932: the delivery count
+// "cannot be relied upon to be precise in all situations"); and a client
+// returns records it fetched before, so a poll can hand over a record
+// acquired at a lower count long after another delivery at a higher one.
 func later(ix *index, x, y *acquisition) bool {
-	if x == y {
-		return false
-	}
-	if ix.calls[y.call].start > x.end {
-		return true
-	}
-	return ix.calls[x.call].start <= y.end && y.count > x.count
+	return y.count > x.count && ix.calls[x.call].start <= y.end
 }
 
 // reacquired reports whether x's process got the record again later (a
 // higher count): its client may have fetched it again while the consumer
 // stalled, and a late acknowledgement then answers that delivery, which a
 // correct broker takes (an acknowledgement names a member and an offset).
-func (si *shareIndex) reacquired(ix *index, as []*acquisition, x *acquisition) bool {
+func (si *shareIndex) reacquired(as []*acquisition, x *acquisition) bool {
 	for _, y := range as {
-		if y.proc == x.proc && later(ix, x, y) {
+		if y.proc == x.proc && y.count > x.count {
 			return true
 		}
 	}
@@ -262,25 +259,22 @@ func (si *shareIndex) checkLater(ix *index, col *collector, ex func(string, ...i
 // after the delivery (a consumer closing with the record fetched but not
 // polled releases it), so only a count below the limit by more than those
 // is owed a delivery.
-func (si *shareIndex) checkRedelivered(ix *index, col *collector, ex func(string, ...int32) Example, as []*acquisition) {
+func (si *shareIndex) checkRedelivered(col *collector, ex func(string, ...int32) Example, as []*acquisition) {
 	if !si.drained || si.limit == 0 {
 		return
 	}
-	last := as[0]
-	for _, a := range as[1:] {
-		if later(ix, last, a) {
-			last = a
-		}
-	}
+	last := as[len(as)-1]
 	if last.unknown {
 		return
 	}
-	final := false
-	for _, a := range last.acks {
-		final = final || a.typ == history.ShareAccept || a.typ == history.ShareReject
-	}
-	if final {
-		return
+	// Any delivery's accept or reject ends the record: the highest count
+	// need not be the last delivery (later).
+	for _, x := range as {
+		for _, a := range x.acks {
+			if a.typ == history.ShareAccept || a.typ == history.ShareReject {
+				return
+			}
+		}
 	}
 	unseen := 0
 	for _, t := range si.lastOp {
