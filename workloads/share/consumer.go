@@ -21,12 +21,6 @@ const (
 	pRelease = 0.92
 	pCrash   = 0.02 // per poll: crash mid-batch (close with half the batch unacknowledged)
 	pStall   = 0.02 // per poll: stall past the lock before acknowledging
-	// pOnPoll: per consumer incarnation, fetch only when polled (franz-go's
-	// MaxConcurrentFetches(0), no fetch buffering) instead of prefetching
-	// (its default). A prefetching client re-acquires its own lapsed
-	// records while the application stalls; one that fetches on poll
-	// leaves them available, to no one, until its late acknowledgement.
-	pOnPoll = 0.5
 	// pollWait bounds one poll; flushWait one flush of acknowledgements.
 	pollWait  = 2 * time.Second
 	flushWait = 10 * time.Second
@@ -54,14 +48,10 @@ type consumer struct {
 	results map[topicPartition]error
 }
 
-func (w *Workload) newConsumer(onPoll bool) (*consumer, error) {
+func (w *Workload) newConsumer() (*consumer, error) {
 	c := &consumer{w: w, proc: w.q.NewProcess(), results: map[topicPartition]error{}}
-	opts := append(w.opts(c.proc), kgo.ConsumeTopics(w.prod.Topic), kgo.ShareGroup(w.group),
-		kgo.FetchMaxWait(500*time.Millisecond), kgo.ShareAckCallback(c.onAcks))
-	if onPoll {
-		opts = append(opts, kgo.MaxConcurrentFetches(0))
-	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(w.opts(c.proc), kgo.ConsumeTopics(w.prod.Topic), kgo.ShareGroup(w.group),
+		kgo.FetchMaxWait(500*time.Millisecond), kgo.ShareAckCallback(c.onAcks))...)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +74,7 @@ func (c *consumer) onAcks(_ *kgo.Client, rs kgo.ShareAckResults) {
 // one and starts the next as a new process.
 func (w *Workload) consumeLoop(ctx context.Context, rng *rand.Rand) {
 	for ctx.Err() == nil {
-		c, err := w.newConsumer(rng.Float64() < pOnPoll)
+		c, err := w.newConsumer()
 		if err != nil {
 			return
 		}
@@ -189,7 +179,7 @@ func (c *consumer) ack(ctx context.Context, rng *rand.Rand, recs []*kgo.Record, 
 func (w *Workload) FinalRead(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, drainMax)
 	defer cancel()
-	c, err := w.newConsumer(false)
+	c, err := w.newConsumer()
 	if err != nil {
 		return err
 	}
