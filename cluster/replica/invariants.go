@@ -25,9 +25,6 @@ func (p *Partition) checkInvariants() {
 		invariant.Must(fmt.Sprintf("replica %s/%d on node %d", p.Topic, p.Index, p.cfg.NodeID), p.invariants())
 		return
 	}
-	if p.closed {
-		return // the log is closed (LEO -1): nothing changes any more
-	}
 	if leo := p.log.LEO(); p.hw > leo {
 		panic(fmt.Sprintf("%s/%d: invariant HW <= LEO broken: hw=%d leo=%d", p.Topic, p.Index, p.hw, leo))
 	}

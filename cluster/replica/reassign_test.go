@@ -113,17 +113,3 @@ func TestClearPendingISROnlyForItsRequest(t *testing.T) {
 		t.Fatalf("the refusal of the pending request left %v", p.pendingISR)
 	}
 }
-
-// A refusal answered after the partition closed (its broker crashed while
-// the AlterPartition was in flight) changes nothing and does not panic: the
-// always-on HW <= LEO check read the closed log's LEO (-1) and brought the
-// simulation down under the share workload's coordinator kills.
-func TestClearPendingISRAfterCrash(t *testing.T) {
-	p, _ := reassigningLeader(t)
-	sent := p.State()
-	p.Crash()
-	p.ClearPendingISR(sent) // this package's tests run the full invariants, closed-aware too
-	if leo := p.log.LEO(); leo != -1 {
-		t.Fatalf("a crashed log's LEO is %d, want -1 (what the always-on check must not compare)", leo)
-	}
-}
