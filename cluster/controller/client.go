@@ -186,7 +186,7 @@ func notController(resp kmsg.Response) bool {
 	case *kmsg.AlterPartitionAssignmentsResponse:
 		return r.ErrorCode == nc
 	}
-	return false
+	return aclNotController(resp)
 }
 
 func notControllerResponse(req kmsg.Request) kmsg.Response {
@@ -251,7 +251,7 @@ func ErrorResponse(req kmsg.Request, nc int16, msg string) kmsg.Response {
 		}
 		return resp
 	}
-	return nil
+	return aclErrorResponse(req, nc, m)
 }
 
 // Versions the typed helpers send; the broker's wire server must accept

@@ -74,6 +74,8 @@ type brokerSecurityFlags struct {
 	user        string
 	password    string
 	superUsers  string
+	authorizer  bool
+	allowNoACL  bool
 }
 
 const defaultProtocolMap = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
@@ -88,7 +90,9 @@ func (f *brokerSecurityFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.mechanism, "sasl-mechanism", "", "sasl.mechanism.inter.broker.protocol")
 	fl.StringVar(&f.user, "sasl-user", "", "the broker's own SASL user (inter-broker), also a bootstrap credential for PLAIN and SCRAM and a super user")
 	fl.StringVar(&f.password, "sasl-password-file", "", "file whose first line is --sasl-user's password")
-	fl.StringVar(&f.superUsers, "super-users", "", "super.users: User:NAME;User:NAME")
+	fl.StringVar(&f.superUsers, "super-users", "", "super.users: User:NAME;User:NAME (with --authorizer)")
+	fl.BoolVar(&f.authorizer, "authorizer", false, "check every request against the ACLs (authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer); off: nothing is checked")
+	fl.BoolVar(&f.allowNoACL, "allow-everyone-if-no-acl-found", false, "allow.everyone.if.no.acl.found (with --authorizer): a resource without any ACL is open to all")
 }
 
 // listener splits --listen's NAME:// (Kafka's listeners) from its address
