@@ -37,6 +37,10 @@ type Shared struct {
 	// LinkFaults: a nemesis of the run acts on the clients' links, so a
 	// client must give up on a silent connection within a fault's hold.
 	LinkFaults bool
+	// SessionTimeout is the brokers' broker.session.timeout.ms (0: not
+	// known, Kafka's default): how long a broker cut off from the
+	// controller keeps its leaderships.
+	SessionTimeout time.Duration
 }
 
 // Dialer is a client process's dialer.
