@@ -55,7 +55,8 @@ type ClusterConfig struct {
 	// classic,share`); Config.Validate sets it for the share workload.
 	ShareProtocol bool
 	// Authorizer runs the brokers' authorizer (`gregor broker
-	// --authorizer`); Config.Validate sets it for the authz workload.
+	// --authorizer`); Config.Validate sets it for a workload that
+	// Authorizes (kit.Descriptor).
 	Authorizer bool
 	// BrokerArgs are extra flags for every broker, after the others (a
 	// later flag wins).

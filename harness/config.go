@@ -190,9 +190,9 @@ func (c *Config) Validate() error {
 	// only when told (group.Config.ConsumerProtocol).
 	c.Cluster.ConsumerProtocol = c.Workload == group.Name && c.Group.GroupProtocol == group.ProtocolConsumer
 	c.Cluster.ShareProtocol = c.Workload == history.WorkloadShare
-	// And for the authorizer (issue 31): the authz workload's ACLs mean
-	// nothing without it.
-	c.Cluster.Authorizer = c.Workload == history.WorkloadAuthz
+	// And for the authorizer (issue 31): a workload whose clients are its
+	// principals means nothing without it.
+	c.Cluster.Authorizer = wl.Authorizes()
 	c.validated = true
 	return nil
 }

@@ -60,10 +60,16 @@ type AuthzSend struct {
 
 // AuthzPoll is the value of an authz-poll line.
 type AuthzPoll struct {
-	Principal string   `json:"principal"`
-	Key       string   `json:"key"`
-	From      int64    `json:"from"`
-	Records   []Record `json:"records,omitempty"`
+	Principal string        `json:"principal"`
+	Key       string        `json:"key"`
+	From      int64         `json:"from"`
+	Records   []AuthzRecord `json:"records,omitempty"`
+}
+
+// AuthzRecord is one record an authz-poll read.
+type AuthzRecord struct {
+	Offset int64 `json:"offset"`
+	Value  int64 `json:"value"`
 }
 
 // AuthzOp builds an authorization line of process p.

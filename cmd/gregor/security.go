@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -146,6 +148,14 @@ func splitList(s string) []string {
 // did not boot. Only the process runtime's brokers can read the files.
 func secureBoot(c *harness.ClusterConfig, sec *security.Config, runtimeName string) (cleanup func(), err error) {
 	cleanup = func() {}
+	if c.Authorizer && !sec.SASL() {
+		if sec.Secured() {
+			return cleanup, fmt.Errorf("--security-protocol %s: the workload's principals are SASL users of the brokers' authorizer; give SASL_PLAINTEXT or SASL_SSL, or no security settings (a SASL_PLAINTEXT super user is then made)", sec.Protocol)
+		}
+		if cleanup, err = superUser(sec); err != nil {
+			return func() {}, err
+		}
+	}
 	if !sec.Secured() {
 		return cleanup, nil
 	}
@@ -166,11 +176,12 @@ func secureBoot(c *harness.ClusterConfig, sec *security.Config, runtimeName stri
 		}
 	}
 	if sec.TLS() {
+		prev := cleanup
 		dir, err := os.MkdirTemp("", "gregor-tls-")
 		if err != nil {
 			return cleanup, err
 		}
-		cleanup = func() { os.RemoveAll(dir) }
+		cleanup = func() { os.RemoveAll(dir); prev() }
 		if sec.CAFile, c.CAKey, err = security.WriteCA(dir); err != nil {
 			cleanup()
 			return func() {}, err
@@ -182,5 +193,34 @@ func secureBoot(c *harness.ClusterConfig, sec *security.Config, runtimeName stri
 	}
 	c.Security = *sec
 	dialer.SetSecurity(sec)
+	return cleanup, nil
+}
+
+// superUser makes sec SASL_PLAINTEXT with a SCRAM-SHA-512 super user of
+// its own (the brokers' inter-broker user, always a super user): its
+// password, random, in a file of a directory the returned cleanup
+// removes, never printed. For a workload that Authorizes on a cluster
+// gregor boots without SASL settings.
+func superUser(sec *security.Config) (cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "gregor-sasl-")
+	if err != nil {
+		return nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	pw := make([]byte, 24)
+	if _, err := rand.Read(pw); err != nil {
+		cleanup()
+		return nil, err
+	}
+	file := filepath.Join(dir, "password")
+	if err := os.WriteFile(file, []byte(hex.EncodeToString(pw)+"\n"), 0o600); err != nil {
+		cleanup()
+		return nil, err
+	}
+	sec.Protocol, sec.Mechanism, sec.User, sec.PasswordFile = security.SASLPlaintext, security.ScramSHA512, "gregor-admin", file
+	if err := sec.Load(); err != nil {
+		cleanup()
+		return nil, err
+	}
 	return cleanup, nil
 }

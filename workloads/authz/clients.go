@@ -183,8 +183,8 @@ func fetchError(resp *kmsg.FetchResponse) error {
 
 // records decodes uncompressed v2 record batches (the workload's
 // producers compress nothing), skipping control batches.
-func records(b []byte) ([]history.Record, error) {
-	var out []history.Record
+func records(b []byte) ([]history.AuthzRecord, error) {
+	var out []history.AuthzRecord
 	for len(b) >= 12 {
 		size := 12 + int(int32(binary.BigEndian.Uint32(b[8:])))
 		if size < 12 || size > len(b) {
@@ -213,7 +213,7 @@ func records(b []byte) ([]history.Record, error) {
 			if err != nil {
 				continue
 			}
-			out = append(out, history.Record{Offset: batch.FirstOffset + int64(r.OffsetDelta), Value: val})
+			out = append(out, history.AuthzRecord{Offset: batch.FirstOffset + int64(r.OffsetDelta), Value: val})
 		}
 	}
 	return out, nil

@@ -24,7 +24,8 @@ const Name = history.WorkloadAuthz
 // Descriptor is the authz workload as the layers above it see it.
 type Descriptor struct{ kit.Base }
 
-func (Descriptor) Name() string { return Name }
+func (Descriptor) Name() string     { return Name }
+func (Descriptor) Authorizes() bool { return true }
 func (Descriptor) Usage() string {
 	return "producers and consumers under --concurrency principals whose WRITE/READ ACLs are granted and revoked during the run (needs --security-protocol SASL_PLAINTEXT or SASL_SSL)"
 }
