@@ -66,6 +66,13 @@ import (
 //	                                is fenced and sees the abort), shift LogAppendTime and
 //	                                ListOffsets by time, and with a finite retention.ms delete segments
 //	                                early (the harness's topics keep everything)
+//	unauthorized-write              the authz workload only: acks below all or min ISR <= 1, and L
+//	                                (a leader cut off from the controller keeps its old image and
+//	                                acknowledges alone); never with acks=all and min ISR >= 2
+//	                                past the bound (two sessions: fenced, its followers gone)
+//	unauthorized-read               the authz workload only: a fault that delays requests
+//	                                (history.DelaysRequests: a broker cut off or frozen answers
+//	                                fetches from its last image; no lease, no bound)
 //	G1a                             never
 //	committed-skip                  (greedy auto-commit or commit before processing) and
 //	                                any fault; processing failures swallowed (failure
@@ -270,8 +277,8 @@ func Expect(cfg *history.Config) map[string]Verdict {
 //     as it stays cut off: no bound.
 //   - reads: a broker cut off or frozen answers fetches from its last image
 //     and its local log, however long: no bound under a fault that holds a
-//     broker apart (history.DelaysRequests). A kill alone is none: a broker
-//     restarted replays the log from the quorum before it leads.
+//     broker apart (history.DelaysRequests). A kill alone is none: a
+//     restarted broker's older image lasts until the quorum reaches it.
 func authzRules(cfg *history.Config, minISR int, leaderLoss bool, allow func(string, ...string)) {
 	if leaderLoss && (cfg.Acks != "all" || minISR <= 1) {
 		allow("acks="+cfg.Acks+", min ISR "+strconv.Itoa(minISR)+": a leader cut off from the controller keeps its old image (Kafka's brokers hold no lease on the metadata log) and acknowledges a revoked principal's records by itself, for as long as it stays cut off", UnauthorizedWrite)
@@ -425,7 +432,7 @@ func forbiddenReason(a string, cfg *history.Config, anyFault bool) string {
 	case UnauthorizedWrite:
 		return "acks=all, min ISR " + strconv.Itoa(cfg.MinISR) + ": a revoked principal's record commits only if a follower fetches it from a leader that has not applied the revocation; within the bound every broker in contact with the controller has applied it, and one cut off has been fenced and left by its followers (DESIGN.md section 5)"
 	case UnauthorizedRead:
-		return "no fault holds a broker apart from the controller: every broker applies a revocation within the bound, and a restarted one replays the metadata log before it leads (DESIGN.md section 5)"
+		return "no fault holds a broker apart from the controller: every broker applies a revocation within the bound, a restarted one as soon as the quorum reaches it (DESIGN.md section 5)"
 	case CommittedOffsetRegression:
 		return "__consumer_offsets is written acks=all with min ISR " + strconv.Itoa(cfg.MinISR) + " and clean election: an acknowledged commit survives a coordinator failover (the new coordinator reloads it), so a newly assigned consumer never starts below it"
 	}
