@@ -294,3 +294,28 @@ func cancels(d, a Binding) bool {
 	}
 	return a.PatternType == kmsg.ACLResourcePatternTypeLiteral && a.ResourceName == d.ResourceName
 }
+
+// ErrorResponse answers every item of a CreateAcls or DeleteAcls request
+// with code and msg (a refused ALTER, SECURITY_DISABLED, NOT_CONTROLLER, a
+// single broker's INVALID_REQUEST); nil for another request.
+func ErrorResponse(req kmsg.Request, code int16, msg *string) kmsg.Response {
+	switch r := req.(type) {
+	case *kmsg.CreateACLsRequest:
+		resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
+		for range r.Creations {
+			out := kmsg.NewCreateACLsResponseResult()
+			out.ErrorCode, out.ErrorMessage = code, msg
+			resp.Results = append(resp.Results, out)
+		}
+		return resp
+	case *kmsg.DeleteACLsRequest:
+		resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
+		for range r.Filters {
+			out := kmsg.NewDeleteACLsResponseResult()
+			out.ErrorCode, out.ErrorMessage = code, msg
+			resp.Results = append(resp.Results, out)
+		}
+		return resp
+	}
+	return nil
+}

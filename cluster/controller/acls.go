@@ -121,31 +121,6 @@ func (c *Controller) proposeACLs(rec aclRec) int16 {
 	return res.Code
 }
 
-// aclErrorResponse answers every item of a CreateAcls or DeleteAcls
-// request with code (NOT_CONTROLLER, or a single broker's
-// INVALID_REQUEST); nil for another request.
-func aclErrorResponse(req kmsg.Request, code int16, msg *string) kmsg.Response {
-	switch r := req.(type) {
-	case *kmsg.CreateACLsRequest:
-		resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
-		for range r.Creations {
-			out := kmsg.NewCreateACLsResponseResult()
-			out.ErrorCode, out.ErrorMessage = code, msg
-			resp.Results = append(resp.Results, out)
-		}
-		return resp
-	case *kmsg.DeleteACLsRequest:
-		resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
-		for range r.Filters {
-			out := kmsg.NewDeleteACLsResponseResult()
-			out.ErrorCode, out.ErrorMessage = code, msg
-			resp.Results = append(resp.Results, out)
-		}
-		return resp
-	}
-	return nil
-}
-
 // aclNotController reports whether an ACL response says NOT_CONTROLLER.
 func aclNotController(resp kmsg.Response) bool {
 	nc := kerr.NotController.Code

@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/acl"
 )
 
 func init() { register(30, 1, 3, handleACLChange) }
@@ -32,22 +34,7 @@ func handleACLChange(s *Server, ctx context.Context, hdr header, req kmsg.Reques
 	default:
 		return forwardToController(s, ctx, hdr, req)
 	}
-	switch r := req.(type) {
-	case *kmsg.CreateACLsRequest:
-		resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
-		for range r.Creations {
-			out := kmsg.NewCreateACLsResponseResult()
-			out.ErrorCode = code
-			resp.Results = append(resp.Results, out)
-		}
-		return now(resp)
-	case *kmsg.DeleteACLsRequest:
-		resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
-		for range r.Filters {
-			out := kmsg.NewDeleteACLsResponseResult()
-			out.ErrorCode = code
-			resp.Results = append(resp.Results, out)
-		}
+	if resp := acl.ErrorResponse(req, code, nil); resp != nil {
 		return now(resp)
 	}
 	return unsupported(hdr)
