@@ -152,6 +152,15 @@ func TestACLsGrantAndRevoke(t *testing.T) {
 	if res, err := bob.CreateACLs(ctx, write); err == nil && (len(res) == 0 || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed)) {
 		t.Errorf("bob created an ACL: %+v, want CLUSTER_AUTHORIZATION_FAILED", res)
 	}
+	if _, err := bob.DescribeUserSCRAMs(ctx); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("bob described SCRAM users: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 10000, 10000
+	join.Protocols = append(join.Protocols, kmsg.JoinGroupRequestProtocol{Name: "range"})
+	if resp, err := join.RequestWith(ctx, tc.client(users["bob"])); err != nil || resp.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("bob joined group g without READ on it: %+v %v, want GROUP_AUTHORIZATION_FAILED", resp, err)
+	}
 	del, err := adm.DeleteACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().AnyResource().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
 	if err != nil || len(del) != 1 || len(del[0].Deleted) != 1 {
 		t.Fatalf("DeleteAcls: %+v %v, want alice's one binding", del, err)

@@ -112,17 +112,35 @@ var requestChecks = map[int16]func(s *Server, hdr header, req kmsg.Request) int1
 	26: func(s *Server, hdr header, r kmsg.Request) int16 {
 		return s.txnIDCheck(hdr, r.(*kmsg.EndTxnRequest).TransactionalID)
 	},
+	47: func(s *Server, hdr header, r kmsg.Request) int16 {
+		return s.groupCheck(hdr, kmsg.ACLOperationDelete, r.(*kmsg.OffsetDeleteRequest).Group)
+	},
+	68: func(s *Server, hdr header, r kmsg.Request) int16 {
+		return s.groupCheck(hdr, kmsg.ACLOperationRead, r.(*kmsg.ConsumerGroupHeartbeatRequest).Group)
+	},
+	76: func(s *Server, hdr header, r kmsg.Request) int16 {
+		return s.groupCheck(hdr, kmsg.ACLOperationRead, r.(*kmsg.ShareGroupHeartbeatRequest).GroupID)
+	},
+	// The cluster's admin APIs: ALTER, or DESCRIBE to look.
+	35: clusterCheck(kmsg.ACLOperationDescribe),
+	43: clusterCheck(kmsg.ACLOperationAlter),
+	45: clusterCheck(kmsg.ACLOperationAlter),
+	46: clusterCheck(kmsg.ACLOperationDescribe),
+	50: clusterCheck(kmsg.ACLOperationDescribe),
 	// The controller RPCs: CLUSTER_ACTION, the brokers' own (super user).
-	56: clusterActionCheck,
-	62: clusterActionCheck,
-	63: clusterActionCheck,
+	56: clusterCheck(kmsg.ACLOperationClusterAction),
+	62: clusterCheck(kmsg.ACLOperationClusterAction),
+	63: clusterCheck(kmsg.ACLOperationClusterAction),
 }
 
-func clusterActionCheck(s *Server, hdr header, _ kmsg.Request) int16 {
-	if s.clusterAuthorized(hdr, kmsg.ACLOperationClusterAction) {
-		return 0
+// clusterCheck asks for op on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+func clusterCheck(op kmsg.ACLOperation) func(s *Server, hdr header, _ kmsg.Request) int16 {
+	return func(s *Server, hdr header, _ kmsg.Request) int16 {
+		if s.clusterAuthorized(hdr, op) {
+			return 0
+		}
+		return kerr.ClusterAuthorizationFailed.Code
 	}
-	return kerr.ClusterAuthorizationFailed.Code
 }
 
 func (s *Server) groupCheck(hdr header, op kmsg.ACLOperation, group string) int16 {
