@@ -54,6 +54,10 @@ type ClusterConfig struct {
 	// ShareProtocol offers KIP-932's share groups (`--group-protocols
 	// classic,share`); Config.Validate sets it for the share workload.
 	ShareProtocol bool
+	// Authorizer runs the brokers' authorizer (`gregor broker
+	// --authorizer`); Config.Validate sets it for a workload that
+	// Authorizes (kit.Descriptor).
+	Authorizer bool
 	// BrokerArgs are extra flags for every broker, after the others (a
 	// later flag wins).
 	BrokerArgs []string
@@ -134,6 +138,9 @@ func (c *ClusterConfig) Spec(name, binary string) runtime.ClusterSpec {
 	}
 	if c.TransactionVersion != 0 {
 		args = append(args, "--transaction-version", strconv.Itoa(int(c.TransactionVersion)))
+	}
+	if c.Authorizer {
+		args = append(args, "--authorizer")
 	}
 	if protocols := c.groupProtocols(); protocols != "" {
 		args = append(args, "--group-protocols", protocols)

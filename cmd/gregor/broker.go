@@ -142,6 +142,7 @@ func (f *brokerFlags) config() (cluster.Config, error) {
 	cfg := cluster.Config{
 		Security: cluster.Security{ListenerName: name, Protocol: protocol, Mechanisms: splitList(f.sec.mechanisms),
 			CertFile: f.sec.certFile, KeyFile: f.sec.keyFile, CAKeyFile: f.sec.caKeyFile, SuperUsers: supers,
+			Authorizer: f.sec.authorizer, AllowEveryoneIfNoACL: f.sec.allowNoACL,
 			Inter: security.Config{Mechanism: f.sec.mechanism, User: f.sec.user, PasswordFile: f.sec.password, CAFile: f.sec.caFile}},
 		NodeID: f.nodeID, Listen: listen, Advertise: f.advertise, DataDir: f.data,
 		AutoCreateTopics: f.autoCreate, DefaultPartitions: f.partitions, DefaultRF: f.rf,
