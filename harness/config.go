@@ -186,10 +186,6 @@ func (c *Config) Validate() error {
 	if err := c.validateWorkload(wl); err != nil {
 		return err
 	}
-	// The one place a run asks for KIP-848 on its brokers: they offer it
-	// only when told (group.Config.ConsumerProtocol).
-	c.Cluster.ConsumerProtocol = c.Workload == group.Name && c.Group.GroupProtocol == group.ProtocolConsumer
-	c.Cluster.ShareProtocol = c.Workload == history.WorkloadShare
 	c.validated = true
 	return nil
 }
