@@ -125,6 +125,20 @@ func TestTxnOffsetCommitBeforePreviousMarker(t *testing.T) {
 			t.Fatalf("%s: stable fetch %v, want unstable %v", what, e, unstable)
 		}
 	}
+	// markerWhileOut commits off with its write held (before its records
+	// are appended, or after), a marker landing meanwhile.
+	markerWhileOut := func(off int64, appended, commit bool) {
+		t.Helper()
+		entered, release := l.gate.arm(appended)
+		done := make(chan *kerr.Error, 1)
+		go func() { done <- txnCommit(h, 7, off) }()
+		<-entered
+		marker(commit)
+		close(release)
+		if e := <-done; e != nil {
+			t.Fatalf("TxnOffsetCommit: %v", e)
+		}
+	}
 	if e := txnCommit(h, 7, 10); e != nil {
 		t.Fatalf("TxnOffsetCommit: %v", e)
 	}
@@ -141,27 +155,12 @@ func TestTxnOffsetCommitBeforePreviousMarker(t *testing.T) {
 	if e := txnCommit(h, 7, 30); e != nil {
 		t.Fatalf("TxnOffsetCommit: %v", e)
 	}
-	entered, release := l.gate.arm(false)
-	done := make(chan *kerr.Error, 1)
-	go func() { done <- txnCommit(h, 7, 40) }()
-	<-entered
-	marker(true)
-	close(release)
-	if e := <-done; e != nil {
-		t.Fatalf("TxnOffsetCommit: %v", e)
-	}
+	markerWhileOut(40, false, true)
 	want("the marker landed before the next write", 30, true)
 	marker(true)
 	want("after the next transaction's marker", 40, false)
 
 	// A write in the log before an abort marker, answered after it.
-	entered, release = l.gate.arm(true)
-	go func() { done <- txnCommit(h, 7, 50) }()
-	<-entered
-	marker(false)
-	close(release)
-	if e := <-done; e != nil {
-		t.Fatalf("TxnOffsetCommit: %v", e)
-	}
+	markerWhileOut(50, true, false)
 	want("a write the abort marker ended while it was out", 40, false)
 }
