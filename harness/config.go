@@ -186,11 +186,7 @@ func (c *Config) Validate() error {
 	if err := c.validateWorkload(wl); err != nil {
 		return err
 	}
-	// The one place a run asks for KIP-848 on its brokers: they offer it
-	// only when told (group.Config.ConsumerProtocol).
-	c.Cluster.ConsumerProtocol = c.Workload == group.Name && c.Group.GroupProtocol == group.ProtocolConsumer
-	c.Cluster.ShareProtocol = c.Workload == history.WorkloadShare
-	// And for the authorizer (issue 31): a workload whose clients are its
+	// The one place a run asks for the authorizer (issue 31): a workload whose clients are its
 	// principals means nothing without it.
 	c.Cluster.Authorizer = wl.Authorizes()
 	c.validated = true
