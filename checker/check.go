@@ -96,9 +96,14 @@ func Check(ops []history.Op, cfg *history.Config, opts Options) (Result, error) 
 	if err := checkShare(ix, col); err != nil {
 		return Result{}, &InputError{-1, -1, err.Error()}
 	}
+	authzRecords, err := checkAuthz(ix, col)
+	if err != nil {
+		return Result{}, &InputError{-1, -1, err.Error()}
+	}
 	<-order
 	col.merge(orderCol)
 	<-figures
+	ix.stats.Records += authzRecords // after the figures, which read the index
 	lin, warnings := linear(col)
 	warnings = append(warnings, txnWarnings...)
 

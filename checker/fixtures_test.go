@@ -77,6 +77,9 @@ func TestFixturesNameExactlyTheirAnomaly(t *testing.T) {
 		{ShareOverLimit, []int64{11}, "t/0"},
 		{ShareReleaseLost, []int64{3}, "t/0"},
 		{ShareLateAck, []int64{3, 5}, "t/0"},
+		// Authorization (authz.go): the revocation names no key.
+		{UnauthorizedWrite, []int64{5, 9}, ""},
+		{UnauthorizedRead, []int64{5, 9}, ""},
 	}
 	if len(cases) != len(AnomalyNames) {
 		t.Fatalf("%d fixtures for %d anomaly names", len(cases), len(AnomalyNames))

@@ -44,7 +44,8 @@ var AnomalyNames = []string{LostWrite, Unseen, Duplicate, InconsistentOffsets, N
 	PollSkip, NonmonotonicPoll, G1a, CommittedSkip, Redelivered, CommittedOffsetRegression, Nonlinearizable, UnderMinISRAck,
 	AbortedRead, TornTransaction, LostCommittedWrite, IntermediateRead, G0, G1c, GSingle,
 	EOSDuplicate, EOSMissing, EOSReorder, EOSOffsetMismatch,
-	ShareDoubleAcquire, ShareAcceptedRedelivered, ShareSkip, ShareOverLimit, ShareReleaseLost, ShareLateAck}
+	ShareDoubleAcquire, ShareAcceptedRedelivered, ShareSkip, ShareOverLimit, ShareReleaseLost, ShareLateAck,
+	UnauthorizedWrite, UnauthorizedRead}
 
 // Validity is true, false or unknown; it marshals as true, false or "unknown".
 type Validity int8

@@ -66,6 +66,13 @@ import (
 //	                                is fenced and sees the abort), shift LogAppendTime and
 //	                                ListOffsets by time, and with a finite retention.ms delete segments
 //	                                early (the harness's topics keep everything)
+//	unauthorized-write              the authz workload only: acks below all or min ISR <= 1, and L
+//	                                (a leader cut off from the controller keeps its old image and
+//	                                acknowledges alone); never with acks=all and min ISR >= 2
+//	                                past the bound (two sessions: fenced, its followers gone)
+//	unauthorized-read               the authz workload only: a fault that delays requests
+//	                                (history.DelaysRequests: a broker cut off or frozen answers
+//	                                fetches from its last image; no lease, no bound)
 //	G1a                             never
 //	committed-skip                  (greedy auto-commit or commit before processing) and
 //	                                any fault; processing failures swallowed (failure
@@ -243,6 +250,9 @@ func Expect(cfg *history.Config) map[string]Verdict {
 	if txn {
 		allow("read_committed is not a snapshot: a poll fetches each partition separately and a transaction's markers land partition by partition, so a reader can see one partition's part of a transaction and not yet another's (read skew; Kafka promises atomic visibility only per partition)", GSingle)
 	}
+	if cfg.Workload == history.WorkloadAuthz {
+		authzRules(cfg, minISR, leaderLoss, allow)
+	}
 	for _, a := range AnomalyNames {
 		if rs := reasons[a]; len(rs) > 0 {
 			out[a] = Verdict{true, strings.Join(rs, "; ")}
@@ -251,6 +261,31 @@ func Expect(cfg *history.Config) map[string]Verdict {
 		out[a] = Verdict{false, forbiddenReason(a, cfg, anyFault)}
 	}
 	return out
+}
+
+// authzRules are the authorization rows (issue 31). A revocation is a
+// record of the metadata log: a broker stops honouring the binding when it
+// applies it. One cut off from the controller (a partition, a slow link)
+// or frozen (a pause) keeps its last image, and Kafka's brokers hold no
+// lease on it: the controller fences the broker a session after its last
+// heartbeat and moves its leaderships, but nobody tells the broker. So:
+//   - writes: with acks=all and min ISR >= 2 an append commits only once a
+//     follower fetches it, and the followers leave a fenced leader when
+//     they apply its successor's record: the bound (authz.Bound, two
+//     sessions) holds. With acks below all, or min ISR 1 and the ISR shrunk
+//     to the leader alone, the stale leader acknowledges alone, for as long
+//     as it stays cut off: no bound.
+//   - reads: a broker cut off or frozen answers fetches from its last image
+//     and its local log, however long: no bound under a fault that holds a
+//     broker apart (history.DelaysRequests). A kill alone is none: a
+//     restarted broker's older image lasts until the quorum reaches it.
+func authzRules(cfg *history.Config, minISR int, leaderLoss bool, allow func(string, ...string)) {
+	if leaderLoss && (cfg.Acks != "all" || minISR <= 1) {
+		allow("acks="+cfg.Acks+", min ISR "+strconv.Itoa(minISR)+": a leader cut off from the controller keeps its old image (Kafka's brokers hold no lease on the metadata log) and acknowledges a revoked principal's records by itself, for as long as it stays cut off", UnauthorizedWrite)
+	}
+	if cfg.HasFault(history.DelaysRequests) {
+		allow("a broker cut off from the controller (partition, slow link) or frozen with fetches queued (pause) answers them from its last image and its local log: Kafka's brokers hold no lease on their metadata and a fenced broker is not told, so no propagation bound holds for reads", UnauthorizedRead)
+	}
 }
 
 // storageFaultRules are the rows of a fault that damages what a broker
@@ -394,6 +429,10 @@ func forbiddenReason(a string, cfg *history.Config, anyFault bool) string {
 		return v + "; a committed transaction's records are all below its COMMIT marker, on every ISR member, and read_committed returns them all"
 	case EOSDuplicate, EOSMissing, EOSReorder, EOSOffsetMismatch:
 		return "exactly-once processing (KIP-98, KIP-447): each transaction writes a batch's output and the group's offsets atomically, read_committed consumers and stable offset fetches see both or neither, so every input record below the committed offsets is in the output once, in input order, and nothing past them is"
+	case UnauthorizedWrite:
+		return "acks=all, min ISR " + strconv.Itoa(cfg.MinISR) + ": a revoked principal's record commits only if a follower fetches it from a leader that has not applied the revocation; within the bound every broker in contact with the controller has applied it, and one cut off has been fenced and left by its followers (DESIGN.md section 5)"
+	case UnauthorizedRead:
+		return "no fault holds a broker apart from the controller: every broker applies a revocation within the bound, a restarted one as soon as the quorum reaches it (DESIGN.md section 5)"
 	case CommittedOffsetRegression:
 		return "__consumer_offsets is written acks=all with min ISR " + strconv.Itoa(cfg.MinISR) + " and clean election: an acknowledged commit survives a coordinator failover (the new coordinator reloads it), so a newly assigned consumer never starts below it"
 	}

@@ -224,3 +224,34 @@ func TestTheoryAssertsMinISRAtMostRF(t *testing.T) {
 	c.MinISR, c.RF = 3, 2
 	Expect(&c)
 }
+
+// The authorization rows: each fails if its rule is dropped or widened.
+func TestTheoryAuthz(t *testing.T) {
+	authz := func(acks string, minISR int, nemeses ...string) *history.Config {
+		return &history.Config{Acks: acks, MinISR: minISR, RF: 3, Workload: history.WorkloadAuthz, Nemeses: nemeses}
+	}
+	cases := []struct {
+		name        string
+		cfg         *history.Config
+		write, read bool
+	}{
+		{"kill, acks=all, min ISR 2", authz("all", 2, "kill"), false, false},
+		{"partition, acks=all, min ISR 2", authz("all", 2, "partition"), false, true},
+		{"pause, acks=all, min ISR 2", authz("all", 2, "pause"), false, true},
+		{"kill, acks=all, min ISR 1", authz("all", 1, "kill"), true, false},
+		{"partition, acks=1", authz("1", 2, "partition"), true, true},
+		{"no faults, acks=1", authz("1", 1), false, false},
+		{"client-crash only", authz("all", 2, "client-crash"), false, false},
+	}
+	for _, c := range cases {
+		got := allowedSet(c.cfg)
+		if got[UnauthorizedWrite] != c.write || got[UnauthorizedRead] != c.read {
+			t.Errorf("%s: unauthorized-write allowed %v (want %v), unauthorized-read %v (want %v)", c.name, got[UnauthorizedWrite], c.write, got[UnauthorizedRead], c.read)
+		}
+	}
+	// Another workload's table has no authorization rows.
+	q := golden()
+	if got := allowedSet(&q); got[UnauthorizedRead] || got[UnauthorizedWrite] {
+		t.Errorf("queue workload under partition allows %v", got)
+	}
+}

@@ -25,7 +25,13 @@ var bugSwitches = map[string]func(*Config){
 	"assign-before-revoke": func(c *Config) { c.Groups.Bugs.AssignBeforeRevoke = true },
 	// Share groups (KIP-932).
 	BugShareAckAfterLockExpiry: func(c *Config) { c.Share.Bugs.AckAfterLockExpiry = true },
+	// The authorizer (issue 31).
+	BugKeepDeletedACLs: func(c *Config) { c.KeepDeletedACLs = true },
 }
+
+// BugKeepDeletedACLs is the authorizer's planted bug: a broker keeps in
+// its ACL cache the bindings DeleteAcls removed (Config.KeepDeletedACLs).
+const BugKeepDeletedACLs = "keep-deleted-acls"
 
 // BugShareAckAfterLockExpiry is the share-partition leader's planted bug:
 // an acknowledgement is taken from the consumer whose acquisition lock
@@ -67,7 +73,7 @@ func ParseBugs(names []string) (replica.Bugs, error) {
 	}
 	var plain Config
 	plain.Bugs = c.Bugs
-	if c.ElectOutsideISR || c.Txn.Bugs != plain.Txn.Bugs || c.Groups.Bugs != plain.Groups.Bugs || c.Share.Bugs != plain.Share.Bugs {
+	if c.ElectOutsideISR || c.KeepDeletedACLs || c.Txn.Bugs != plain.Txn.Bugs || c.Groups.Bugs != plain.Groups.Bugs || c.Share.Bugs != plain.Share.Bugs {
 		return c.Bugs, fmt.Errorf("planted bugs %v are not all partition-replica bugs: plant them with PlantBugs", names)
 	}
 	return c.Bugs, nil

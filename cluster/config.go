@@ -54,6 +54,10 @@ type Config struct {
 	// ElectOutsideISR plants the controller bug: elect a leader outside the
 	// ISR although unclean election is off.
 	ElectOutsideISR bool
+	// KeepDeletedACLs plants the authorizer bug: the broker's ACL cache
+	// takes every binding the metadata log adds and never drops one it
+	// removes, so a revoked ACL keeps allowing (BugKeepDeletedACLs).
+	KeepDeletedACLs bool
 
 	// Peers, when set, make this broker one node of a multi-broker cluster
 	// whose controller quorum (raft, combined mode) runs on every node.

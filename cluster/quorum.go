@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/cluster/acl"
 	"gregor/cluster/controller"
 	"gregor/cluster/kconn"
 	"gregor/cluster/meta"
@@ -241,6 +242,10 @@ func (q *quorum) convert(im *controller.Image) *meta.Image {
 	}
 	// Shared, not copied: a published controller image is never modified.
 	out.ClusterConfigs, out.BrokerConfigs, out.Scram, out.GroupConfigs = im.ClusterConfigs, im.BrokerConfigs, im.Scram, im.GroupConfigs
+	out.ACLs = im.ACLs
+	if q.b.cfg.KeepDeletedACLs && q.image != nil {
+		out.ACLs = keepDeleted(q.image.ACLs, im.ACLs)
+	}
 	q.image, q.seen = out, im.Version
 	return out
 }
@@ -388,4 +393,16 @@ func heartbeatTimeout(session, interval time.Duration) time.Duration {
 		return 0 // the lifecycle's default
 	}
 	return min(max(session/2, interval), 5*time.Second)
+}
+
+// keepDeleted is the planted bug BugKeepDeletedACLs: the cache's bindings
+// that the log no longer holds stay, in front of the log's.
+func keepDeleted(cached, current []acl.Binding) []acl.Binding {
+	out := slices.Clone(current)
+	for _, b := range cached {
+		if !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
 }

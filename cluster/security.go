@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"gregor/cluster/acl"
 	"gregor/cluster/controller"
 	"gregor/cluster/kconn"
 	"gregor/cluster/sasl"
@@ -46,6 +48,15 @@ type Security struct {
 	// SuperUsers is super.users: principals ("User:alice") every ACL
 	// check will pass; the inter-broker user is always one.
 	SuperUsers []string
+	// Authorizer turns the authorizer on (Kafka's authorizer.class.name =
+	// org.apache.kafka.metadata.authorizer.StandardAuthorizer): every
+	// request is checked against the metadata log's ACLs (cluster/acl).
+	// Off by default, as Kafka's empty authorizer.class.name: nothing is
+	// checked.
+	Authorizer bool
+	// AllowEveryoneIfNoACL is allow.everyone.if.no.acl.found (Kafka's
+	// default false).
+	AllowEveryoneIfNoACL bool
 }
 
 func (s *Security) defaults() {
@@ -84,6 +95,15 @@ func (s *Security) validate() error {
 	if !tlsOn && (s.CertFile != "" || s.CAKeyFile != "") {
 		return fmt.Errorf("TLS files given for listener %s, which is %s: use SSL or SASL_SSL, or drop them", s.ListenerName, s.Protocol)
 	}
+	if !s.Authorizer && (len(s.SuperUsers) > 0 || s.AllowEveryoneIfNoACL) {
+		return errors.New("--super-users and --allow-everyone-if-no-acl-found configure the authorizer: add --authorizer, or drop them")
+	}
+	if s.Authorizer && !s.Inter.SASL() && !slices.Contains(s.SuperUsers, acl.Anonymous) {
+		// Kafka's principal of a connection without SASL (and without a
+		// client certificate) is User:ANONYMOUS: the brokers' own
+		// replication, markers and forwarding would be refused.
+		return fmt.Errorf("--authorizer on listener %s (%s): its connections are all %s, the brokers' own too; give a SASL listener, or --super-users %s", s.ListenerName, s.Protocol, acl.Anonymous, acl.Anonymous)
+	}
 	if m := strings.ToUpper(s.Inter.Mechanism); s.Inter.SASL() && m != "" && !slices.Contains(s.Mechanisms, m) {
 		return fmt.Errorf("--sasl-mechanism %s (inter-broker) is not in --sasl-enabled-mechanisms %v: enable it", m, s.Mechanisms)
 	}
@@ -121,6 +141,13 @@ func (b *Broker) wireOptions(opts *wire.Options) error {
 	}
 	if s.Inter.SASL() {
 		opts.SASL = &wire.SASLOptions{Mechanisms: s.Mechanisms, Users: b.users()}
+	}
+	if s.Authorizer {
+		supers := slices.Clone(s.SuperUsers)
+		if s.Inter.User != "" {
+			supers = append(supers, "User:"+s.Inter.User) // the brokers' own traffic
+		}
+		opts.Authz = &acl.Settings{SuperUsers: supers, AllowEveryoneIfNoACL: s.AllowEveryoneIfNoACL}
 	}
 	return nil
 }

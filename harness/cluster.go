@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"gregor/cluster"
-	cgroup "gregor/cluster/group"
 	"gregor/internal/security"
 	"gregor/runtime"
 )
@@ -47,13 +46,10 @@ type ClusterConfig struct {
 	// TransactionVersion is the cluster's transaction.version feature: 1
 	// (Kafka 3.x transactions) or 2 (KIP-890); 0 is the broker's default.
 	TransactionVersion int16
-	// ConsumerProtocol offers KIP-848's consumer group protocol
-	// (`gregor broker --group-protocols classic,consumer`); Config.Validate
-	// sets it from the group workload's --group-protocol consumer.
-	ConsumerProtocol bool
-	// ShareProtocol offers KIP-932's share groups (`--group-protocols
-	// classic,share`); Config.Validate sets it for the share workload.
-	ShareProtocol bool
+	// Authorizer runs the brokers' authorizer (`gregor broker
+	// --authorizer`); Config.Validate sets it for a workload that
+	// Authorizes (kit.Descriptor).
+	Authorizer bool
 	// BrokerArgs are extra flags for every broker, after the others (a
 	// later flag wins).
 	BrokerArgs []string
@@ -135,8 +131,8 @@ func (c *ClusterConfig) Spec(name, binary string) runtime.ClusterSpec {
 	if c.TransactionVersion != 0 {
 		args = append(args, "--transaction-version", strconv.Itoa(int(c.TransactionVersion)))
 	}
-	if protocols := c.groupProtocols(); protocols != "" {
-		args = append(args, "--group-protocols", protocols)
+	if c.Authorizer {
+		args = append(args, "--authorizer")
 	}
 	if c.Nodes+c.Controllers > 1 {
 		// Every node is a voter of the controller quorum (combined mode).
@@ -183,20 +179,4 @@ func (c *ClusterConfig) securityArgs() []string {
 		args = append(args, "--tls-ca", s.CAFile, "--tls-ca-key", c.CAKey)
 	}
 	return args
-}
-
-// groupProtocols is the brokers' --group-protocols (Kafka's
-// group.coordinator.rebalance.protocols), "" for the default (classic).
-func (c ClusterConfig) groupProtocols() string {
-	if !c.ConsumerProtocol && !c.ShareProtocol {
-		return ""
-	}
-	list := []string{cgroup.RebalanceClassic}
-	if c.ConsumerProtocol {
-		list = append(list, cgroup.RebalanceConsumer)
-	}
-	if c.ShareProtocol {
-		list = append(list, cgroup.RebalanceShare)
-	}
-	return strings.Join(list, ",")
 }

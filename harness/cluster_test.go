@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"gregor/history"
 	"gregor/workloads/group"
 )
 
@@ -32,20 +33,19 @@ func TestClusterTransactionVersion(t *testing.T) {
 	}
 }
 
-// KIP-848 reaches the brokers only when a run asks for it: the group
-// workload's --group-protocol consumer puts --group-protocols
-// classic,consumer on every node's command line (the brokers offer the
-// consumer protocol only then); the classic protocol, or another workload,
-// leaves the brokers classic-only.
-func TestClusterConsumerProtocol(t *testing.T) {
-	offered := func(c Config) bool {
+// A run's brokers offer every group protocol, gregor broker's default
+// (Kafka 4.2's): the harness restricts none of them (no --group-protocols on
+// a node's command line), so the group workload's --group-protocol consumer
+// and the share workload find theirs whatever else the run is; a
+// --broker-arg still can.
+func TestClusterGroupProtocols(t *testing.T) {
+	restricted := func(what string, c Config) bool {
 		t.Helper()
 		if err := c.Validate(); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		for _, n := range c.Cluster.Spec("cp", "gregor").Nodes {
-			i := slices.Index(n.Args, "--group-protocols")
-			if i >= 0 && i+1 < len(n.Args) && n.Args[i+1] == "classic,consumer" {
+			if slices.ContainsFunc(n.Args, func(a string) bool { return strings.HasPrefix(a, "--group-protocols") }) {
 				return true
 			}
 		}
@@ -53,16 +53,19 @@ func TestClusterConsumerProtocol(t *testing.T) {
 	}
 	c := DefaultConfig()
 	c.Workload = group.Name
-	if offered(c) {
-		t.Fatal("classic group run: its brokers offer the consumer protocol")
+	if restricted("classic group run", c) {
+		t.Fatal("classic group run: its brokers' group protocols are restricted")
 	}
 	c.Group.GroupProtocol = group.ProtocolConsumer
-	if !offered(c) {
-		t.Fatal("--group-protocol consumer: no broker is started with --group-protocols classic,consumer")
+	if restricted("consumer group run", c) {
+		t.Fatal("--group-protocol consumer: its brokers' group protocols are restricted")
 	}
-	c.Workload = "queue"
-	c.Group = group.DefaultConfig()
-	if offered(c) {
-		t.Fatal("queue run: its brokers offer the consumer protocol")
+	c.Workload, c.Group = history.WorkloadShare, group.DefaultConfig()
+	if restricted("share run", c) {
+		t.Fatal("share run: its brokers' group protocols are restricted")
+	}
+	c.Cluster.BrokerArgs = []string{"--group-protocols=classic"}
+	if !restricted("a --broker-arg", c) {
+		t.Fatal("--broker-arg --group-protocols=classic did not reach the brokers")
 	}
 }

@@ -186,10 +186,9 @@ func (c *Config) Validate() error {
 	if err := c.validateWorkload(wl); err != nil {
 		return err
 	}
-	// The one place a run asks for KIP-848 on its brokers: they offer it
-	// only when told (group.Config.ConsumerProtocol).
-	c.Cluster.ConsumerProtocol = c.Workload == group.Name && c.Group.GroupProtocol == group.ProtocolConsumer
-	c.Cluster.ShareProtocol = c.Workload == history.WorkloadShare
+	// The one place a run asks for the authorizer (issue 31): a workload whose clients are its
+	// principals means nothing without it.
+	c.Cluster.Authorizer = wl.Authorizes()
 	c.validated = true
 	return nil
 }
@@ -335,7 +334,8 @@ func (c *Config) topic() TopicSpec {
 func (c *Config) shared() kit.Shared {
 	return kit.Shared{Topic: c.Topic, Partitions: c.Partitions, RF: c.RF, MinISR: c.Cluster.MinISR, Acks: c.Acks,
 		Idempotence: c.Idempotence, Retries: c.Retries, MaxInFlight: c.MaxInFlight, DeliveryTimeout: c.DeliveryTimeout,
-		Rate: c.Rate, Producers: c.Producers, Consumers: c.Consumers, Seed: c.Seed, LinkFaults: c.hasLinkFault()}
+		Rate: c.Rate, Producers: c.Producers, Consumers: c.Consumers, Seed: c.Seed, LinkFaults: c.hasLinkFault(),
+		SessionTimeout: c.Cluster.SessionTimeout}
 }
 
 // workload is the run's workload; c is validated.

@@ -13,6 +13,7 @@ import (
 	"gregor/history"
 	"gregor/nemesis"
 	"gregor/runtime"
+	"gregor/runtime/docker"
 )
 
 // lockedBuffer is a history sink the test reads while the runner writes.
@@ -33,7 +34,31 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 // follower; the firing is in the history (point, node, action, partition)
 // and the harness restarts the node.
 func TestFaultPointCrashAfterISRExpansion(t *testing.T) {
-	e := newEffectEnv(t)
+	newEffectEnv(t).crashAfterISRExpansion(t)
+}
+
+// The same on the docker runtime, whose control channel is the engine's
+// archive API (runtime/docker/controlfiles.go): the control file copied
+// into the container, the firings file copied out, the crashed container
+// started again.
+func TestFaultPointCrashAfterISRExpansionDocker(t *testing.T) {
+	needDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	spec := testSpec(fmt.Sprintf("dkpoints-%d", time.Now().UnixNano()%100000), 3, 2)
+	c, err := docker.New(docker.Options{}).Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c.Close(ctx)
+	})
+	effectEnvOn(t, c).crashAfterISRExpansion(t)
+}
+
+func (e *effectEnv) crashAfterISRExpansion(t *testing.T) {
 	ctx := context.Background()
 	hctx, hcancel := context.WithTimeout(ctx, 60*time.Second)
 	defer hcancel()

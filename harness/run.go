@@ -75,6 +75,11 @@ func (t *Test) Validate() error {
 			return err
 		}
 	}
+	if t.Cluster.Authorizer && !t.Cluster.Security.SASL() && t.Runtime.Name() != "external" {
+		// Without SASL every connection is User:ANONYMOUS: the principals
+		// whose ACLs the run grants and revokes could not exist.
+		return fmt.Errorf("--workload %s runs the brokers' authorizer, whose principals are SASL users: give --security-protocol SASL_PLAINTEXT (or SASL_SSL) with --sasl-mechanism, --sasl-user and --sasl-password-file (the super user)", t.Workload)
+	}
 	spec := t.spec()
 	return spec.Validate()
 }

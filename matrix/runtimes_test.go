@@ -111,27 +111,53 @@ func TestParseRuntimeSeeds(t *testing.T) {
 	}
 }
 
-// sim-agree.yaml measures the sim against the process runtime on some of
-// default.yaml's rows: its nemeses and defaults must stay default.yaml's,
-// or the agreement it shows is of another matrix.
+// The sim-agree*.yaml files measure the sim against the process runtime on
+// default.yaml's cells: their defaults, rows and nemeses must stay
+// default.yaml's, or the agreement they show is of another matrix; and
+// together they cover every one of its cells, so no cell goes unmeasured.
 func TestSimAgreeIsDefaultsRows(t *testing.T) {
 	def, err := Load("default.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	agree, err := Load("sim-agree.yaml")
-	if err != nil {
-		t.Fatal(err)
+	files, err := filepath.Glob("sim-agree*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no sim-agree*.yaml (%v)", err)
 	}
-	if !reflect.DeepEqual(def.Defaults, agree.Defaults) || !reflect.DeepEqual(def.Nemeses, agree.Nemeses) {
-		t.Fatal("sim-agree.yaml's defaults or nemeses differ from default.yaml's")
-	}
-	for _, c := range agree.Configs {
-		if !slices.ContainsFunc(def.Configs, func(d Settings) bool { return reflect.DeepEqual(c, d) }) {
-			t.Errorf("sim-agree.yaml's row %s is not one of default.yaml's", c.Label())
+	covered := map[[2]string]bool{}
+	for _, f := range files {
+		agree, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(def.Defaults, agree.Defaults) {
+			t.Errorf("%s's defaults differ from default.yaml's", f)
+		}
+		for _, n := range agree.Nemeses {
+			if !slices.ContainsFunc(def.Nemeses, func(d Nemesis) bool { return reflect.DeepEqual(n, d) }) {
+				t.Errorf("%s's nemesis %s is not one of default.yaml's", f, n.Name)
+			}
+		}
+		for _, c := range agree.Configs {
+			if !slices.ContainsFunc(def.Configs, func(d Settings) bool { return reflect.DeepEqual(c, d) }) {
+				t.Errorf("%s's row %s is not one of default.yaml's", f, c.Label())
+			}
+			for _, n := range agree.Nemeses {
+				covered[[2]string{c.Label(), n.Name}] = true
+			}
+		}
+		if sim, _ := agree.Runtimes.Runtime("sim"); len(sim) < 30 {
+			t.Errorf("%s: %d sim seeds, want at least 30", f, len(sim))
+		}
+		if proc, _ := agree.Runtimes.Runtime("process"); len(proc) < 3 {
+			t.Errorf("%s: %d process seeds, want at least 3", f, len(proc))
 		}
 	}
-	if sim, _ := agree.Runtimes.Runtime("sim"); len(sim) < 30 {
-		t.Errorf("sim-agree.yaml: %d sim seeds, want at least 30", len(sim))
+	for _, c := range def.Configs {
+		for _, n := range def.Nemeses {
+			if !covered[[2]string{c.Label(), n.Name}] {
+				t.Errorf("default.yaml's cell %s x %s is in no sim-agree*.yaml", c.Label(), n.Name)
+			}
+		}
 	}
 }

@@ -203,3 +203,22 @@ func mustReadFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// A run without a verdict gives no lost-acks figure: a crashed run, and an
+// unknown one (its check did not finish, or the run was interrupted), are
+// counted apart and kept out of the rate's n, whose interval they would
+// otherwise narrow with zeros nobody measured.
+func TestSummariesKeepRunsWithoutAVerdictOutOfRates(t *testing.T) {
+	runs := []Cell{
+		{Config: "c", Nemesis: "n", Seed: 1, Valid: "true", LostAcks: 3},
+		{Config: "c", Nemesis: "n", Seed: 2, Valid: "unknown"},
+		{Config: "c", Nemesis: "n", Seed: 3, Valid: "crashed"},
+	}
+	s := Summaries(runs)
+	if len(s) != 1 {
+		t.Fatalf("%d cells", len(s))
+	}
+	if c := s[0]; c.LostAny != (stats.Rate{K: 1, N: 1}) || c.UnseenAny.N != 1 || c.Unknown != 1 || c.Crashed != 1 || len(c.Seeds) != 3 {
+		t.Fatalf("summary %+v: want the one run with a verdict in the rates, the others counted apart", c)
+	}
+}

@@ -46,9 +46,12 @@ type ControlsSummary struct {
 	Matrix  string       `json:"matrix"`
 	Nemeses []string     `json:"nemeses"`
 	Rows    []GenericRow `json:"rows"` // by configuration (the Bug field holds its label)
-	// Total is the runs of every row that ended in a forbidden anomaly.
-	Total stats.Rate `json:"total"`
-	Pass  bool       `json:"pass"`
+	// Total is the runs of every row that ended in a forbidden anomaly, of
+	// those that ended with a verdict; Crashed and Unknown the others.
+	Total   stats.Rate `json:"total"`
+	Crashed int        `json:"crashed"`
+	Unknown int        `json:"unknown"`
+	Pass    bool       `json:"pass"`
 }
 
 // SummarizeControls tabulates the cells ControlCells made.
@@ -59,6 +62,8 @@ func SummarizeControls(name string, cells []reports.Cell) *ControlsSummary {
 		s.Rows = append(s.Rows, *r)
 		s.Total.K += r.Any.K
 		s.Total.N += r.Any.N
+		s.Crashed += r.Crashed
+		s.Unknown += r.Unknown
 		s.Pass = s.Pass && !r.Caught && r.Crashed+r.Unknown == 0
 	}
 	slices.SortFunc(s.Rows, func(a, b GenericRow) int { return strings.Compare(a.Bug, b.Bug) })
@@ -75,5 +80,5 @@ func (s *ControlsSummary) WriteTable(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Bug, r.columns(s.Nemeses), r.Any, r.Crashed, r.Unknown, strings.Join(r.Anomalies, ","))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "false alarms: %s over every row of %s\n", s.Total, s.Matrix)
+	fmt.Fprintf(w, "false alarms: %s over every row of %s (runs with a verdict); %d crashed or not run, %d unknown\n", s.Total, s.Matrix, s.Crashed, s.Unknown)
 }

@@ -108,8 +108,11 @@ func safeBrokersSuffice(workload string) bool {
 
 // tabulate counts each cell into the row keyOf names (its Bug field) and
 // the cell's nemesis column: runs that ended in a forbidden anomaly of the
-// runs made, crashed and unknown apart. nemeses collects the columns,
-// sorted.
+// runs that ended with a verdict; crashed and unknown runs (and cells an
+// interrupted matrix never ran, recorded crashed) apart, never in a rate's
+// n: a run without a verdict looked at nothing, and counting it would
+// narrow the interval of a rate nobody measured. nemeses collects the
+// columns, sorted.
 func tabulate(cells []reports.Cell, keyOf func(reports.Cell) string, nemeses *[]string) map[string]*GenericRow {
 	rows := map[string]*GenericRow{}
 	for _, c := range cells {
@@ -123,8 +126,6 @@ func tabulate(cells []reports.Cell, keyOf func(reports.Cell) string, nemeses *[]
 			*nemeses = append(*nemeses, c.Nemesis)
 		}
 		rate := r.ByNemesis[c.Nemesis]
-		rate.N++
-		r.Any.N++
 		switch c.Valid {
 		case "false":
 			rate.K++
@@ -134,9 +135,12 @@ func tabulate(cells []reports.Cell, keyOf func(reports.Cell) string, nemeses *[]
 					r.Anomalies = append(r.Anomalies, a)
 				}
 			}
+			fallthrough
+		case "true":
+			rate.N++
+			r.Any.N++
 		case "crashed":
 			r.Crashed++
-		case "true":
 		default:
 			r.Unknown++
 		}
@@ -214,7 +218,7 @@ func SummarizeGeneric(name string, cells []reports.Cell) *GenericSummary {
 }
 
 // WriteTable prints the bug x nemesis table: per cell the runs that ended in
-// a forbidden anomaly of the runs made, then over every nemesis with its 95%
+// a forbidden anomaly of the runs with a verdict, then over every nemesis with its 95%
 // Wilson interval.
 func (s *GenericSummary) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -167,4 +167,19 @@ func TestControls(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
+	// A run without a verdict (crashed, unknown, or never run: an
+	// interrupted matrix records its cells crashed) looked at nothing: it
+	// is counted apart, never in a rate's n, so the interval is not
+	// narrowed by runs nobody checked. An interrupted nightly controls
+	// printed 0/170 for a row none of whose runs had run.
+	s = SummarizeControls("m", []reports.Cell{run("a", "kill", "true"), run("a", "kill", "crashed"), run("a", "kill", "crashed"), run("a", "pause", "unknown")})
+	if s.Total != (stats.Rate{K: 0, N: 1}) || s.Rows[0].ByNemesis["kill"] != (stats.Rate{K: 0, N: 1}) || s.Rows[0].ByNemesis["pause"].N != 0 ||
+		s.Crashed != 2 || s.Unknown != 1 || s.Pass {
+		t.Fatalf("runs without a verdict: %+v", s)
+	}
+	out.Reset()
+	s.WriteTable(&out)
+	if !strings.Contains(out.String(), "false alarms: 0/1") || !strings.Contains(out.String(), "2 crashed or not run, 1 unknown") {
+		t.Errorf("headline:\n%s", out.String())
+	}
 }

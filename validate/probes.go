@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gregor/matrix"
+	"gregor/workloads/authz"
 	"gregor/workloads/eos"
 	"gregor/workloads/group"
 	"gregor/workloads/share"
@@ -97,6 +98,17 @@ func SafeShare(timeLimit time.Duration) matrix.Settings {
 	return s
 }
 
+// SafeAuthz is the safe configuration for the authz workload: Safe with
+// idempotence off (the workload's producers are not idempotent: a refused
+// produce would gap a sequence) and two principals; 20 s of faults hold a
+// revocation past the bound for each of them.
+func SafeAuthz(timeLimit time.Duration) matrix.Settings {
+	s := Safe(timeLimit)
+	s.Workload, s.Idempotence = authz.Name, ptr(false)
+	s.Args = []string{"--dedicated-controllers", "--concurrency", "2"}
+	return s
+}
+
 var (
 	consumerJoin  = matrix.Nemesis{Name: "consumer-join", Kinds: []string{"consumer-join"}, Interval: "4s", Duration: "1ms"}
 	isolateLeader = matrix.Nemesis{Name: "isolate-leader", Kinds: []string{"partition"}, Shapes: []string{"isolate-leader"},
@@ -148,6 +160,8 @@ func Probes(timeLimit time.Duration) []Probe {
 			Why: "KIP-848 consumer groups committing before processing (at-most-once: no redelivery allowed); a joining consumer is given partitions their owner has not revoked yet: it starts at the owner's last commit while the owner still consumes, and both process the same records (redelivered). A correct coordinator gives them only after the revoke, when the owner has committed all it polled"},
 		{Bug: "share-ack-after-lock-expiry", Config: SafeShare(timeLimit), Nemesis: killLeader,
 			Why: "the share consumer stalls past its acquisition lock before acknowledging; a correct share-partition leader refuses the late acknowledgement (INVALID_RECORD_STATE), the bug takes it while the lapsed record waits for its next delivery: the ack was sent after the poll plus the lock (share-late-ack). Leader kills add failovers, which end locks without a late ack being taken"},
+		{Bug: "keep-deleted-acls", Config: SafeAuthz(timeLimit), Nemesis: killLeader,
+			Why: "the authz workload's grantor revokes each principal's WRITE and READ in turn and keeps them revoked past the propagation bound; a correct broker drops a deleted ACL when it applies the metadata record, the bug keeps it in the broker's cache, so the principal's sends are acknowledged and its fetches answered after the bound (unauthorized-write, unauthorized-read, forbidden under kill with acks=all and min ISR 2). Leader kills restart brokers, whose cache is rebuilt from the log"},
 		{Bug: "elect-outside-isr", Config: minISR1, Nemesis: strandLeader,
 			Why: "min ISR 1 (the bug needs writes only the ISR holds): the stranded leader acknowledges alone, is killed, and the controller elects a follower outside the ISR although unclean election is off: lost-write / inconsistent-offsets. A correct controller keeps the partition offline"},
 	}

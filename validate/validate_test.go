@@ -152,22 +152,22 @@ func TestPlanCells(t *testing.T) {
 	// Every probe's exact settings, fault and seeds run without the bug,
 	// once: ack-before-isr and hw-past-lagging-isr share settings and fault,
 	// so they share a control named after both.
-	// 11 probes x 3 seeds, less the 3 runs ack-before-isr and
+	// 12 probes x 3 seeds, less the 3 runs ack-before-isr and
 	// hw-past-lagging-isr share.
-	if len(probeArgs) != 30 {
-		t.Fatalf("%d distinct probe runs without their bug, want 30 (two probes share theirs)", len(probeArgs))
+	if len(probeArgs) != 33 {
+		t.Fatalf("%d distinct probe runs without their bug, want 33 (two probes share theirs)", len(probeArgs))
 	}
 	for a, b := range probeArgs {
 		if !slices.Contains(strings.Split(controls[a], ","), b) {
 			t.Errorf("probe run of %s %q has no control with the same arguments naming it (%q)", b, a, controls[a])
 		}
 	}
-	if len(controls) != 30 {
-		t.Errorf("%d control runs, want 30 (one per distinct probe run)", len(controls))
+	if len(controls) != 33 {
+		t.Errorf("%d control runs, want 33 (one per distinct probe run)", len(controls))
 	}
 	for _, b := range []string{"ack-before-isr", "hw-past-lagging-isr", "truncate-to-hw", "skip-min-isr", "elect-outside-isr",
 		"lso-past-open-txn", "no-zombie-fencing", "marker-before-prepare", "txn-offsets-early", "assign-before-revoke",
-		"share-ack-after-lock-expiry"} {
+		"share-ack-after-lock-expiry", "keep-deleted-acls"} {
 		if bugs[b] != 3 {
 			t.Errorf("bug %s: %d runs, want 3", b, bugs[b])
 		}

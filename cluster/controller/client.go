@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"gregor/cluster/acl"
 	"gregor/cluster/meta"
 	"gregor/internal/sleep"
 )
@@ -186,7 +187,7 @@ func notController(resp kmsg.Response) bool {
 	case *kmsg.AlterPartitionAssignmentsResponse:
 		return r.ErrorCode == nc
 	}
-	return false
+	return aclNotController(resp)
 }
 
 func notControllerResponse(req kmsg.Request) kmsg.Response {
@@ -251,7 +252,7 @@ func ErrorResponse(req kmsg.Request, nc int16, msg string) kmsg.Response {
 		}
 		return resp
 	}
-	return nil
+	return acl.ErrorResponse(req, nc, m)
 }
 
 // Versions the typed helpers send; the broker's wire server must accept

@@ -125,6 +125,8 @@ func applyRecord(img *Image, rec record, index uint64) applyResult {
 		return applyElect(img, *rec.Elect, rec.Policy)
 	case rec.Scram != nil:
 		return applyScram(img, *rec.Scram)
+	case rec.ACLs != nil:
+		return applyACLs(img, *rec.ACLs)
 	case rec.Reassign != nil:
 		return applyReassign(img, *rec.Reassign)
 	}

@@ -14,7 +14,8 @@ import (
 // (62), BrokerHeartbeat (63), and the admin requests brokers forward:
 // CreateTopics (19), DeleteTopics (20), AlterConfigs (33), CreatePartitions
 // (37), ElectLeaders (43), IncrementalAlterConfigs (44) and
-// AlterPartitionReassignments (45). The response has the request's version. A node
+// AlterPartitionReassignments (45), CreateAcls (30), DeleteAcls (31) and
+// AlterUserScramCredentials (51). The response has the request's version. A node
 // that is not the active controller answers NOT_CONTROLLER (in the error
 // field(s) of the response, as Kafka does); a raft leader still applying
 // its predecessors' entries first waits to become active. The error return
@@ -53,6 +54,10 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.handleAlterPartitionReassignments(r), nil
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return c.handleAlterUserScram(r), nil
+	case *kmsg.CreateACLsRequest:
+		return c.handleCreateACLs(r), nil
+	case *kmsg.DeleteACLsRequest:
+		return c.handleDeleteACLs(r), nil
 	}
 	return nil, fmt.Errorf("controller: API key %d is not a controller API", req.Key())
 }
@@ -60,7 +65,7 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 // Handles reports whether Handle serves API key key.
 func Handles(key int16) bool {
 	switch key {
-	case 19, 20, 56, 62, 63, 33, 37, 43, 44, 45, 51:
+	case 19, 20, 56, 62, 63, 30, 31, 33, 37, 43, 44, 45, 51:
 		return true
 	}
 	return false

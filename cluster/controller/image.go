@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"gregor/cluster/acl"
 	"gregor/cluster/meta"
 	"gregor/cluster/sasl"
 )
@@ -72,6 +73,9 @@ type Image struct {
 	// Scram holds the SCRAM credentials by user and mechanism (Kafka's
 	// UserScramCredentialRecords); replaced whole by each change.
 	Scram map[string]map[int8]sasl.Credential `json:",omitempty"`
+	// ACLs are the ACL bindings (Kafka's AccessControlEntryRecords);
+	// replaced whole by each change.
+	ACLs []acl.Binding `json:",omitempty"`
 	// GroupConfigs are the dynamic configs of groups, by group id
 	// (IncrementalAlterConfigs on a GROUP resource, KIP-848/KIP-932).
 	GroupConfigs map[string]map[string]string `json:",omitempty"`
@@ -95,6 +99,7 @@ func (img *Image) clone() *Image {
 	}
 	c.ClusterConfigs = maps.Clone(img.ClusterConfigs)
 	c.Scram = img.Scram // applyScram replaces it, never modifies it
+	c.ACLs = img.ACLs   // applyACLs replaces it, never modifies it
 	if img.GroupConfigs != nil {
 		c.GroupConfigs = make(map[string]map[string]string, len(img.GroupConfigs))
 		for id, m := range img.GroupConfigs {

@@ -29,6 +29,8 @@ type record struct {
 	Reassign         *reassignRec    `json:"reassign,omitempty"`
 	// Scram changes SCRAM credentials (scram.go).
 	Scram *scramRec `json:"scram,omitempty"`
+	// ACLs adds and removes ACL bindings (acls.go).
+	ACLs *aclRec `json:"acls,omitempty"`
 }
 
 type registerRec struct {

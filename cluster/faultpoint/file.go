@@ -26,14 +26,21 @@ const FiringsName = "faultpoints.firings.jsonl"
 
 // WriteControl replaces a node's control file whole (internal/atomicfile).
 func WriteControl(path string, c Control) error {
-	if c.Arms == nil {
-		c.Arms = []Arm{}
-	}
-	b, err := json.Marshal(c)
+	b, err := EncodeControl(c)
 	if err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(path, b, 0o644)
+}
+
+// EncodeControl is the control file's contents for c, for a runtime that
+// puts the file in place itself (the docker runtime copies it into the
+// container).
+func EncodeControl(c Control) ([]byte, error) {
+	if c.Arms == nil {
+		c.Arms = []Arm{}
+	}
+	return json.Marshal(c)
 }
 
 // AppendFiring appends f to the firings file at path in one write
@@ -44,6 +51,9 @@ func AppendFiring(path string, f Firing) error { return jsonl.Append(path, f) }
 // ReadFirings reads a firings file; a missing file has none. A torn last
 // line (a crash mid-write) is skipped.
 func ReadFirings(path string) ([]Firing, error) { return jsonl.Read[Firing](path) }
+
+// ParseFirings reads a firings file's contents, as ReadFirings.
+func ParseFirings(b []byte) ([]Firing, error) { return jsonl.Parse[Firing](b) }
 
 // Counts are the firings per arming ID.
 func Counts(fs []Firing) map[string]int {

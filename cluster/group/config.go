@@ -57,14 +57,12 @@ type Config struct {
 	// holds "consumer" (KafkaApis.isConsumerGroupProtocolEnabled): off,
 	// the broker does not advertise ConsumerGroupHeartbeat/Describe nor
 	// group.version, and answers them UNSUPPORTED_VERSION, so clients stay
-	// on the classic protocol. Kafka 4 turns it on by default; gregor does
-	// not yet (DESIGN.md section on KIP-848: franz-go's 848 tests do not
-	// pass reliably against it, issue 30), so `gregor broker
-	// --group-protocols classic,consumer` opts in.
+	// on the classic protocol. On in `gregor broker`'s default, as in
+	// Kafka 4 (DefaultRebalanceProtocols).
 	ConsumerProtocol bool
 	// ShareProtocol: "share" is in the list too, so the broker runs and
-	// advertises KIP-932's share groups (wire.ShareBackend); off by default
-	// (RebalanceShare says why).
+	// advertises KIP-932's share groups (wire.ShareBackend); on by default
+	// (DefaultRebalanceProtocols).
 	ShareProtocol bool
 	Clock         coordinator.Clock
 	Logger        *slog.Logger
@@ -127,12 +125,21 @@ func (c *Config) Defaults() {
 const (
 	RebalanceClassic  = "classic"
 	RebalanceConsumer = "consumer"
-	// RebalanceShare turns on KIP-932's share groups (Kafka 4.0-4.1 took
-	// "share" in this list; 4.2 enables them by default). gregor keeps
-	// them opt-in: franz-go's share tests do not pass reliably against it
-	// in the full suite yet (docs/MEASUREMENTS.md section 10).
+	// RebalanceShare turns on KIP-932's share groups. Kafka 4.0 took
+	// "share" in this list (early access); from 4.1 the share.version
+	// feature does, and 4.2, where share groups are generally available
+	// (KAFKA-19757), has it on in a new cluster; gregor keeps the list as
+	// the one switch.
 	RebalanceShare = "share"
 )
+
+// DefaultRebalanceProtocols is `gregor broker --group-protocols`' default,
+// Kafka 4.2's: classic and consumer (GroupCoordinatorConfig's
+// GROUP_COORDINATOR_REBALANCE_PROTOCOLS_DEFAULT since 4.0; its "streams"
+// gregor does not run) and share groups (see RebalanceShare).
+func DefaultRebalanceProtocols() []string {
+	return []string{RebalanceClassic, RebalanceConsumer, RebalanceShare}
+}
 
 // ParseRebalanceProtocols reads group.coordinator.rebalance.protocols and
 // says whether it turns on the consumer protocol (ConsumerProtocol). As

@@ -137,7 +137,7 @@ func (s *shard) Load() {
 	}
 	for _, end := range s.lateMarkers {
 		for _, g := range groups {
-			g.completeTxn(end.pid, end.commit)
+			g.completeTxn(end)
 		}
 	}
 	s.lateMarkers = nil
@@ -178,7 +178,7 @@ func (rg replayed) get(id string) *Group {
 func (rg replayed) apply(off int64, r coordinator.Record) {
 	if r.Txn != nil && r.Txn.Marker {
 		for _, g := range rg {
-			g.completeTxn(r.Txn.ProducerID, r.Txn.Commit)
+			g.completeTxn(txnEnd{r.Txn.ProducerID, r.Txn.Commit, off})
 		}
 		return
 	}

@@ -85,7 +85,41 @@ func (c *fakeClock) advance(d time.Duration) {
 
 // memLog is an in-memory __consumer_offsets partition that also takes
 // transactional writes.
-type memLog struct{ *coordinatortest.MemLog }
+type memLog struct {
+	*coordinatortest.MemLog
+	gate *txnGate
+}
+
+// txnGate holds transactional writes while armed: each one tells entered,
+// then waits for release, before its records are appended or, with after,
+// once they are (the answer still out).
+type txnGate struct {
+	mu       sync.Mutex
+	armed    bool
+	after    bool
+	entered  chan struct{}
+	released chan struct{}
+}
+
+// arm makes the next transactional writes wait; the returned channels say
+// when one waits and let it go (close release).
+func (g *txnGate) arm(after bool) (entered <-chan struct{}, release chan<- struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.armed, g.after = true, after
+	g.entered, g.released = make(chan struct{}, 16), make(chan struct{})
+	return g.entered, g.released
+}
+
+func (g *txnGate) wait(after bool) {
+	g.mu.Lock()
+	armed, entered, released := g.armed && g.after == after, g.entered, g.released
+	g.mu.Unlock()
+	if armed {
+		entered <- struct{}{}
+		<-released
+	}
+}
 
 // AppendTxn makes memLog a TxnLog: a transactional batch is its records
 // tagged with the producer (FailAppends applies as to Append).
@@ -95,7 +129,10 @@ func (l memLog) AppendTxn(ctx context.Context, epoch int32, w TxnWrite, recs []c
 		r.Txn = &coordinator.TxnInfo{ProducerID: w.ProducerID}
 		tagged[i] = r
 	}
-	return l.Append(ctx, epoch, tagged)
+	l.gate.wait(false)
+	base, e := l.Append(ctx, epoch, tagged)
+	l.gate.wait(true)
+	return base, e
 }
 
 type memEnv struct {
@@ -130,7 +167,7 @@ type harness struct {
 func newHarness(t *testing.T, partitions int) *harness {
 	h := &harness{t: t, clock: newFakeClock(), env: &memEnv{}}
 	for i := 0; i < partitions; i++ {
-		h.env.logs = append(h.env.logs, memLog{coordinatortest.NewMemLog(0)})
+		h.env.logs = append(h.env.logs, memLog{coordinatortest.NewMemLog(0), &txnGate{}})
 	}
 	h.c = New(Config{OffsetsPartitions: int32(partitions), InitialRebalanceDelay: 300 * time.Millisecond, Clock: h.clock,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, h.env)

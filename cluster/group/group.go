@@ -150,8 +150,11 @@ type Group struct {
 	// sees them only when the transaction's COMMIT marker lands on its
 	// __consumer_offsets partition, and never after its ABORT. Invariant
 	// (checked by invariants): per producer id (>= 0) at least one offset,
-	// each at its log offset or inFlight while its write is out.
+	// each at its log offset.
 	txnOffsets map[int64]map[TopicPartition]committed
+	// txnWrites are the TxnOffsetCommits whose writes are out, by producer
+	// id. Invariant: per producer id at least one.
+	txnWrites map[int64][]*txnWrite
 	// cg is set while the group is of type consumer (KIP-848): a group is
 	// classic or consumer, never both. Invariant: while set, the classic
 	// membership is empty (members, pending, static; state Empty).
@@ -160,7 +163,8 @@ type Group struct {
 
 func newGroup(id string) *Group {
 	return &Group{id: id, state: Empty, members: map[string]*member{}, pending: map[string]coordinator.Timer{},
-		static: map[string]string{}, offsets: map[TopicPartition]committed{}, txnOffsets: map[int64]map[TopicPartition]committed{}}
+		static: map[string]string{}, offsets: map[TopicPartition]committed{}, txnOffsets: map[int64]map[TopicPartition]committed{},
+		txnWrites: map[int64][]*txnWrite{}}
 }
 
 // State is the group's state.

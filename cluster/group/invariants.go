@@ -96,12 +96,17 @@ func (g *Group) invariants() error {
 			return fmt.Errorf("consumer group (epoch %d, assignment epoch %d): %w", g.cg.epoch, g.cg.assignmentEpoch, err)
 		}
 	}
+	for pid, ws := range g.txnWrites {
+		if len(ws) == 0 {
+			return fmt.Errorf("no transactional offset write out for producer %d", pid)
+		}
+	}
 	for pid, pending := range g.txnOffsets {
 		if pid < 0 || len(pending) == 0 {
 			return fmt.Errorf("%d transactional offsets pending for producer %d", len(pending), pid)
 		}
 		for k, v := range pending {
-			if v.logOffset < inFlight {
+			if v.logOffset < 0 {
 				return fmt.Errorf("producer %d's transactional offset for %v at log offset %d", pid, k, v.logOffset)
 			}
 		}

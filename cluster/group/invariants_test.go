@@ -92,7 +92,7 @@ func TestGroupInvariantsCatch(t *testing.T) {
 	if err := s.invariants(); err == nil || !strings.Contains(err.Error(), "unloaded") {
 		t.Errorf("unloaded shard with groups: %v", err)
 	}
-	s = &shard{groups: map[string]*Group{}, lateMarkers: []txnEnd{{7, true}}}
+	s = &shard{groups: map[string]*Group{}, lateMarkers: []txnEnd{{7, true, 0}}}
 	if err := s.invariants(); err == nil || !strings.Contains(err.Error(), "held back, yet loaded") {
 		t.Errorf("loaded shard holding transaction ends back: %v", err)
 	}

@@ -6,8 +6,9 @@ import (
 )
 
 // group.coordinator.rebalance.protocols: classic alone keeps KIP-848 and
-// KIP-932 off, consumer and share turn each on, and a list without classic
-// or with a protocol gregor does not run is refused, naming the fix.
+// KIP-932 off, consumer and share turn each on (the default both), and a
+// list without classic or with a protocol gregor does not run is refused,
+// naming the fix.
 func TestParseRebalanceProtocols(t *testing.T) {
 	for _, tc := range []struct {
 		list            []string
@@ -21,6 +22,7 @@ func TestParseRebalanceProtocols(t *testing.T) {
 		{[]string{"classic", "consumer", "share"}, true, true, ""},
 		{[]string{"consumer"}, false, false, "disabling the classic protocol is not supported"},
 		{[]string{"classic", "streams"}, false, false, "give classic, plus consumer"},
+		{DefaultRebalanceProtocols(), true, true, ""}, // Kafka 4.2's: every protocol gregor runs
 	} {
 		consumer, share, err := ParseRebalanceProtocols(tc.list)
 		if tc.err != "" {

@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -88,17 +89,18 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		}
 		recs = append(recs, offsetRecord(req.Group, t.Topic, p.Partition, &v))
 		keys = append(keys, TopicPartition{t.Topic, p.Partition})
-		vals = append(vals, committed{offsetValue: v, logOffset: inFlight})
+		vals = append(vals, committed{offsetValue: v})
 	}
 	s.mu.Lock()
 	g, e := s.validateTxnCommit(req)
+	var out *txnWrite
 	if e == nil && !c.cfg.Bugs.TxnOffsetsEarly {
-		// Pending before the write, as Kafka's prepareTxnOffsetCommit: a
-		// fencing abort that lands meanwhile drops them, and the write,
-		// of the fenced epoch, then fails.
-		for i, k := range keys {
-			g.addTxnOffset(req.ProducerID, k, vals[i])
-		}
+		// Pending before the write (a stable fetch waits for it), but
+		// apart from the producer's written offsets: those may be an
+		// earlier transaction's whose marker has not landed yet (EndTxn
+		// answers before its markers are written, KIP-890), and this
+		// write may yet be refused (CONCURRENT_TRANSACTIONS).
+		out = g.startTxnWrite(req.ProducerID, keys, vals)
 	}
 	s.unlock()
 	if e != nil {
@@ -115,28 +117,17 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 			}
 			return resp // in the log; the next load has it
 		}
-		pending := g.txnOffsets[req.ProducerID]
-		for i, k := range keys {
-			v, ok := pending[k]
-			switch {
-			case e != nil:
-				if ok && v.logOffset == inFlight {
-					delete(pending, k)
-				}
-			case c.cfg.Bugs.TxnOffsetsEarly:
-				// The planted bug: the group sees the offset now.
-				v = vals[i]
+		switch {
+		case out != nil:
+			g.finishTxnWrite(req.ProducerID, out, base, e != nil)
+		case e == nil:
+			// The planted bug TxnOffsetsEarly: the group sees the
+			// offsets now, before the transaction ends.
+			for i, k := range keys {
+				v := vals[i]
 				v.logOffset = base + int64(i)
 				g.offsets[k] = v
-			case ok && v.logOffset == inFlight:
-				v.logOffset = base + int64(i)
-				pending[k] = v
 			}
-		}
-		if len(pending) == 0 {
-			// A failed write took the producer's last pending offset: the
-			// group no longer waits for its marker (and may be deleted).
-			delete(g.txnOffsets, req.ProducerID)
 		}
 		if e != nil {
 			return failAll(e)
@@ -148,10 +139,6 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		return resp
 	}
 }
-
-// inFlight is the log offset of a pending transactional offset whose write
-// has not returned yet.
-const inFlight = -1
 
 // validateTxnCommit is doTxnCommitOffsets' check: a group that does not
 // exist yet is created; a member id and generation, when given (v3+,
@@ -209,51 +196,132 @@ func (s *shard) writeTxn(ctx context.Context, tl TxnLog, w TxnWrite, recs []coor
 	return base, appendError(e)
 }
 
+// addTxnOffset parks a transactional offset written at v.logOffset until
+// its transaction's marker; of two for one partition, the later in the log
+// stays.
 func (g *Group) addTxnOffset(pid int64, k TopicPartition, v committed) {
 	m := g.txnOffsets[pid]
 	if m == nil {
 		m = map[TopicPartition]committed{}
 		g.txnOffsets[pid] = m
 	}
-	m[k] = v
+	if cur, ok := m[k]; !ok || cur.logOffset < v.logOffset {
+		m[k] = v
+	}
 }
 
-// completeTxn materializes (commit) or drops (abort) a producer's pending
-// offsets (completePendingTxnOffsetCommit): a pending offset replaces the
-// committed one only if it was written later in the log. One still in
-// flight is dropped either way: a commit cannot precede its write's answer.
-func (g *Group) completeTxn(pid int64, commit bool) {
-	pending := g.txnOffsets[pid]
-	delete(g.txnOffsets, pid)
-	if !commit {
+// txnWrite is a TxnOffsetCommit whose write is out. Its offsets count as
+// pending to a stable fetch, but they are not in the log yet: a marker of
+// the producer that lands meanwhile ends only what is before it in the log,
+// which this write may or may not turn out to be (ends keeps those markers
+// until its log offsets are known).
+type txnWrite struct {
+	keys []TopicPartition
+	vals []committed
+	ends []txnEnd
+}
+
+func (g *Group) startTxnWrite(pid int64, keys []TopicPartition, vals []committed) *txnWrite {
+	w := &txnWrite{keys: keys, vals: vals}
+	g.txnWrites[pid] = append(g.txnWrites[pid], w)
+	return w
+}
+
+// finishTxnWrite settles a write's offsets once its answer is in: a failed
+// write leaves nothing behind; a written offset is ended by a marker that
+// landed after it while the write was out, else it is pending until its
+// own marker (Kafka replays the record at its append, in log order with the
+// markers: OffsetMetadataManager.replay and replayEndTransactionMarker).
+func (g *Group) finishTxnWrite(pid int64, w *txnWrite, base int64, failed bool) {
+	ws := slices.DeleteFunc(g.txnWrites[pid], func(x *txnWrite) bool { return x == w })
+	if len(ws) == 0 {
+		delete(g.txnWrites, pid)
+	} else {
+		g.txnWrites[pid] = ws
+	}
+	if failed {
 		return
 	}
-	for k, v := range pending {
-		if v.logOffset == inFlight {
+	for i, k := range w.keys {
+		v := w.vals[i]
+		v.logOffset = base + int64(i)
+		if end, ok := w.endAfter(v.logOffset); ok {
+			if end.commit {
+				g.materialize(k, v)
+			}
 			continue
 		}
-		if cur, ok := g.offsets[k]; !ok || cur.logOffset < v.logOffset {
-			g.offsets[k] = v
+		g.addTxnOffset(pid, k, v)
+	}
+}
+
+// endAfter is the first marker the write saw land after log offset off.
+func (w *txnWrite) endAfter(off int64) (txnEnd, bool) {
+	for _, e := range w.ends {
+		if e.at > off {
+			return e, true
 		}
+	}
+	return txnEnd{}, false
+}
+
+// materialize makes a committed transaction's offset the group's, unless
+// the group's is later in the log.
+func (g *Group) materialize(k TopicPartition, v committed) {
+	if cur, ok := g.offsets[k]; !ok || cur.logOffset < v.logOffset {
+		g.offsets[k] = v
+	}
+}
+
+// completeTxn applies a marker of the producer's transaction, ending the
+// log below end.at (Kafka's completePendingTxnOffsetCommit): its pending
+// offsets there are materialized (commit) or dropped (abort). An offset at
+// or past end.at is a later transaction's, and stays pending; a write still
+// out learns of the marker when it is answered.
+func (g *Group) completeTxn(end txnEnd) {
+	for _, w := range g.txnWrites[end.pid] {
+		w.ends = append(w.ends, end)
+	}
+	pending := g.txnOffsets[end.pid]
+	for k, v := range pending {
+		if v.logOffset >= end.at {
+			continue
+		}
+		delete(pending, k)
+		if end.commit {
+			g.materialize(k, v)
+		}
+	}
+	if len(pending) == 0 {
+		delete(g.txnOffsets, end.pid)
 	}
 }
 
 // hasPendingTxnOffset reports whether a transaction not yet ended commits
-// an offset for k (OffsetFetch's UNSTABLE_OFFSET_COMMIT).
+// an offset for k (OffsetFetch's UNSTABLE_OFFSET_COMMIT), written or with
+// its write out.
 func (g *Group) hasPendingTxnOffset(k TopicPartition) bool {
 	for _, m := range g.txnOffsets {
 		if _, ok := m[k]; ok {
 			return true
 		}
 	}
+	for _, ws := range g.txnWrites {
+		for _, w := range ws {
+			if slices.Contains(w.keys, k) {
+				return true
+			}
+		}
+	}
 	return false
 }
 
 // CompleteTxn is called once a transaction's marker is written on a
-// __consumer_offsets partition (onTransactionCompleted): the producer's
-// pending offsets in that partition's groups are materialized or dropped.
-// A shard still loading applies it after its replay.
-func (c *Coordinator) CompleteTxn(partition int32, pid int64, commit bool) {
+// __consumer_offsets partition (onTransactionCompleted), end being the log
+// end offset just past the marker: the producer's pending offsets below it
+// in that partition's groups are materialized or dropped. A shard still
+// loading applies it after its replay.
+func (c *Coordinator) CompleteTxn(partition int32, pid int64, commit bool, end int64) {
 	s, ok := c.rt.Shard(partition)
 	if !ok {
 		return // not the coordinator: the next load replays the marker
@@ -261,16 +329,18 @@ func (c *Coordinator) CompleteTxn(partition int32, pid int64, commit bool) {
 	s.mu.Lock()
 	defer s.unlock()
 	if s.loading {
-		s.lateMarkers = append(s.lateMarkers, txnEnd{pid, commit})
+		s.lateMarkers = append(s.lateMarkers, txnEnd{pid, commit, end})
 		return
 	}
 	for _, g := range s.groups {
-		g.completeTxn(pid, commit)
+		g.completeTxn(txnEnd{pid, commit, end})
 	}
 }
 
-// txnEnd is a transaction's end seen while its shard was loading.
+// txnEnd is a transaction marker of producer pid: it ends the producer's
+// transactional offsets in the log below at.
 type txnEnd struct {
 	pid    int64
 	commit bool
+	at     int64
 }

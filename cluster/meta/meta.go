@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 
+	"gregor/cluster/acl"
 	"gregor/cluster/sasl"
 )
 
@@ -157,6 +158,10 @@ type Image struct {
 	// Scram holds the SCRAM credentials of the metadata log, by user and
 	// mechanism (AlterUserScramCredentials); a single broker has none.
 	Scram map[string]map[int8]sasl.Credential
+	// ACLs are the ACL bindings of the metadata log (CreateAcls,
+	// DeleteAcls), what the authorizer decides by; a single broker has
+	// none.
+	ACLs []acl.Binding
 	// GroupConfigs are the dynamic configs of groups (group_configs.go),
 	// by group id. Replicated.
 	GroupConfigs map[string]map[string]string

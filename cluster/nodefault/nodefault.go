@@ -168,14 +168,21 @@ func (s *State) Apply(c Control) error {
 
 // WriteControl replaces a node's control file whole (internal/atomicfile).
 func WriteControl(path string, c Control) error {
-	if err := c.Check(); err != nil {
-		return err
-	}
-	b, err := json.Marshal(c)
+	b, err := EncodeControl(c)
 	if err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(path, b, 0o644)
+}
+
+// EncodeControl checks c and returns the control file's contents, for a
+// runtime that puts the file in place itself (the docker runtime copies
+// it into the container).
+func EncodeControl(c Control) ([]byte, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(c)
 }
 
 // AppendEvent appends e to the events file at path in one write
@@ -185,6 +192,9 @@ func AppendEvent(path string, e Event) error { return jsonl.Append(path, e) }
 // ReadEvents reads an events file; a missing file has none, a torn last
 // line is skipped.
 func ReadEvents(path string) ([]Event, error) { return jsonl.Read[Event](path) }
+
+// ParseEvents reads an events file's contents, as ReadEvents.
+func ParseEvents(b []byte) ([]Event, error) { return jsonl.Parse[Event](b) }
 
 // Watch applies dir's control file to s, polled every interval until ctx
 // ends, and calls flip for each flip ID not yet in the events file. A

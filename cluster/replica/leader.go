@@ -179,8 +179,8 @@ func (p *Partition) requestISR(newISR []int32) func() {
 func (p *Partition) ClearPendingISR(sent meta.Partition) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.state.LeaderEpoch != sent.LeaderEpoch || p.state.PartitionEpoch != sent.PartitionEpoch {
-		return
+	if p.closed || p.state.LeaderEpoch != sent.LeaderEpoch || p.state.PartitionEpoch != sent.PartitionEpoch {
+		return // a closed log's HW no longer moves
 	}
 	p.pendingISR = nil
 	p.maybeAdvanceHW()

@@ -113,3 +113,30 @@ func TestClearPendingISROnlyForItsRequest(t *testing.T) {
 		t.Fatalf("the refusal of the pending request left %v", p.pendingISR)
 	}
 }
+
+// A refusal answered after the partition closed (its broker killed during
+// the AlterPartition round trip) changes nothing, and the always-on check
+// does not read the closed log's LEO (-1) as below the HW: a sim run under
+// composed kills panicked so (hw=815 leo=-1).
+func TestClearPendingISRAfterClose(t *testing.T) {
+	p, _ := reassigningLeader(t)
+	sent := p.State()
+	p.mu.Lock()
+	hw := p.hw
+	p.mu.Unlock()
+	if hw <= 0 {
+		t.Fatalf("hw %d: the leader should hold records", hw)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p.ClearPendingISR(sent)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hw != hw {
+		t.Fatalf("hw %d after close, was %d", p.hw, hw)
+	}
+	if leo, broken := p.hwPastLEO(); broken {
+		t.Fatalf("closed partition: hw %d read as past LEO %d", p.hw, leo)
+	}
+}

@@ -27,7 +27,10 @@ package wire
 //     errors are answered as Kafka's ReplicaManager translates them
 //     (NOT_ENOUGH_REPLICAS for retriable ones, INVALID_PRODUCER_EPOCH for a
 //     fenced producer, INVALID_TXN_STATE / TRANSACTION_ABORTABLE for a
-//     partition not in the transaction).
+//     partition not in the transaction);
+//   - with the authorizer: WRITE on the TransactionalId of a transactional
+//     request (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition),
+//     WRITE on each topic (TOPIC_AUTHORIZATION_FAILED), as KafkaApis.
 
 import (
 	"context"
@@ -68,15 +71,31 @@ func handleProduce(s *Server, ctx context.Context, hdr header, kreq kmsg.Request
 	var pid int64 = -1
 	var epoch int16 = -1
 	im := s.b.Image()
+	// KafkaApis.handleProduceRequest: WRITE on the transactional id for a
+	// transactional request (else the whole request fails), WRITE on each
+	// topic (else its partitions), before anything else is looked at.
+	txnDenied := req.TransactionID != nil && !s.txnIDAuthorized(hdr, kmsg.ACLOperationWrite, *req.TransactionID)
 	for ti, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
+		denied := kerr.TransactionalIDAuthorizationFailed.Code
+		if !txnDenied {
+			denied = 0
+			if !s.topicAuthorized(hdr, kmsg.ACLOperationWrite, t.Topic) {
+				denied = kerr.TopicAuthorizationFailed.Code
+			}
+		}
 		for pi, tp := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = tp.Partition
 			rp.BaseOffset = -1
 			rp.LogAppendTime = -1
 			rp.LogStartOffset = -1
+			if denied != 0 {
+				rp.ErrorCode = denied
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			p := s.b.Partition(t.Topic, tp.Partition)
 			if p == nil {
 				if topic := im.Topics[t.Topic]; topic != nil && tp.Partition >= 0 && int(tp.Partition) < len(topic.Partitions) {

@@ -19,7 +19,10 @@ package wire
 //     answers up to the HW; both return control batches, which clients skip;
 //   - CurrentLeaderEpoch is checked: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH;
 //   - a partition with nothing to return carries empty records, never null
-//     (Kafka's MemoryRecords.EMPTY; librdkafka rejects a null set).
+//     (Kafka's MemoryRecords.EMPTY; librdkafka rejects a null set);
+//   - with the authorizer: a follower needs CLUSTER_ACTION on the cluster,
+//     a consumer READ on each topic (TOPIC_AUTHORIZATION_FAILED), checked
+//     at every pass of the long poll.
 
 import (
 	"context"
@@ -50,12 +53,12 @@ func handleFetch(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) 
 		// Bounded: each pass either answers or waits for a change or the
 		// deadline; a change without enough bytes loops at most until then.
 		for {
-			resp, bytes, watches, failed := s.fetchOnce(req)
+			resp, bytes, watches, failed := s.fetchOnce(hdr, req)
 			if failed || bytes >= int(req.MinBytes) || bytes > 0 && req.MinBytes <= 0 || !time.Now().Before(deadline) {
 				return resp
 			}
 			if !sleep.UntilAny(ctx, watches, deadline) {
-				resp, _, _, _ = s.fetchOnce(req)
+				resp, _, _, _ = s.fetchOnce(hdr, req)
 				return resp
 			}
 		}
@@ -63,17 +66,22 @@ func handleFetch(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) 
 }
 
 // fetchOnce reads every requested partition once.
-func (s *Server) fetchOnce(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, total int, watches []<-chan struct{}, failed bool) {
+func (s *Server) fetchOnce(hdr header, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, total int, watches []<-chan struct{}, failed bool) {
 	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(req.MaxBytes)
 	if budget <= 0 {
 		budget = 1 << 30
 	}
 	follower := req.ReplicaID >= 0
+	// KafkaApis.handleFetchRequest: a follower needs CLUSTER_ACTION on the
+	// cluster, a consumer READ on each topic; asked at every pass of a
+	// long poll, so the answer is the ACLs' as of when it is sent.
+	followerDenied := follower && !s.clusterAuthorized(hdr, kmsg.ACLOperationClusterAction)
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
 		rt.TopicID = t.TopicID
+		denied := followerDenied || !follower && !s.topicAuthorized(hdr, kmsg.ACLOperationRead, t.Topic)
 		for _, fp := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = fp.Partition
@@ -84,6 +92,12 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, to
 			// MessageSetSize -1") and backs off forever, so kcat -e never
 			// reached the end of a partition.
 			rp.RecordBatches = []byte{}
+			if denied {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				failed = true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			p := s.b.Partition(t.Topic, fp.Partition)
 			if p == nil {
 				if s.b.Image().Topics[t.Topic] != nil {

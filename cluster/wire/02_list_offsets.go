@@ -7,7 +7,8 @@ package wire
 //     watermark (the last stable offset too: no transactions);
 //   - timestamp >= 0: the first batch whose max timestamp is at or after it
 //     (batch granularity), or offset -1 when there is none;
-//   - only the leader answers; CurrentLeaderEpoch (v4+) is checked.
+//   - only the leader answers; CurrentLeaderEpoch (v4+) is checked;
+//   - with the authorizer, DESCRIBE on the topic (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -32,6 +33,8 @@ func handleListOffsets(s *Server, _ context.Context, hdr header, kreq kmsg.Reque
 			rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
 			p := s.b.Partition(t.Topic, lp.Partition)
 			switch {
+			case !s.topicAuthorized(hdr, kmsg.ACLOperationDescribe, t.Topic):
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code // KafkaApis.handleListOffsetRequest
 			case p == nil && s.b.Image().Topics[t.Topic] != nil:
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case p == nil:

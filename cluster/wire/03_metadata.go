@@ -17,7 +17,11 @@ package wire
 //     request allows it AND the broker was started with auto-creation on;
 //     the answer is then LEADER_NOT_AVAILABLE, as in Kafka, and clients retry;
 //   - a partition without a live leader answers LEADER_NOT_AVAILABLE with
-//     leader -1; fenced replicas are listed as offline.
+//     leader -1; fenced replicas are listed as offline;
+//   - with the authorizer (KafkaApis.handleTopicMetadataRequest): all topics
+//     are the ones the principal may DESCRIBE; a named one it may not is
+//     TOPIC_AUTHORIZATION_FAILED, as is one it may not CREATE (on the
+//     cluster or the topic) when the request would auto-create it.
 
 import (
 	"context"
@@ -50,7 +54,8 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 
 	var names []string
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
-		names = im.SortedTopics()
+		// KafkaApis: all topics means all the principal may DESCRIBE.
+		names = slices.DeleteFunc(im.SortedTopics(), func(n string) bool { return !s.topicAuthorized(hdr, kmsg.ACLOperationDescribe, n) })
 	}
 	for _, rt := range req.Topics {
 		if rt.Topic != nil {
@@ -71,9 +76,16 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 		mt := kmsg.NewMetadataResponseTopic()
 		n := name
 		mt.Topic = &n
+		if !s.topicAuthorized(hdr, kmsg.ACLOperationDescribe, name) {
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		if t == nil {
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if req.AllowAutoTopicCreation && s.b.AutoCreateTopics() && req.Topics != nil {
+			if req.AllowAutoTopicCreation && s.b.AutoCreateTopics() && req.Topics != nil && !s.createAuthorized(hdr, name) {
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if req.AllowAutoTopicCreation && s.b.AutoCreateTopics() && req.Topics != nil {
 				if _, kerrCode, _ := s.b.CreateTopic(ctx, TopicSpec{Name: name, Partitions: -1, RF: -1}); kerrCode == nil || kerrCode == kerr.TopicAlreadyExists {
 					mt.ErrorCode = kerr.LeaderNotAvailable.Code
 				}

@@ -34,10 +34,49 @@ func handleOffsetCommit(s *Server, ctx context.Context, hdr header, kreq kmsg.Re
 		}
 		return now(resp)
 	}
-	wait := c.OffsetCommit(ctx, req)
+	allowed, denied := s.commitAuthorized(hdr, req)
+	if len(allowed.Topics) == 0 && len(denied.Topics) > 0 {
+		return now(denied)
+	}
+	wait := c.OffsetCommit(ctx, allowed)
 	return reply{later: func() kmsg.Response {
 		r := wait()
 		r.SetVersion(req.Version)
+		r.Topics = append(r.Topics, denied.Topics...)
 		return r
 	}}
+}
+
+// commitAuthorized is KafkaApis.handleOffsetCommitRequest's check: READ on
+// the group (else every partition GROUP_AUTHORIZATION_FAILED), READ on each
+// topic (else its partitions TOPIC_AUTHORIZATION_FAILED). allowed is the
+// request with only the topics that may be committed; denied the answer
+// for the others.
+func (s *Server) commitAuthorized(hdr header, req *kmsg.OffsetCommitRequest) (allowed *kmsg.OffsetCommitRequest, denied *kmsg.OffsetCommitResponse) {
+	denied = req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	if s.opts.Authz == nil {
+		return req, denied
+	}
+	groupOK := s.groupAuthorized(hdr, kmsg.ACLOperationRead, req.Group)
+	cp := *req
+	cp.Topics = nil
+	for _, t := range req.Topics {
+		code := kerr.GroupAuthorizationFailed.Code
+		if groupOK {
+			if s.topicAuthorized(hdr, kmsg.ACLOperationRead, t.Topic) {
+				cp.Topics = append(cp.Topics, t)
+				continue
+			}
+			code = kerr.TopicAuthorizationFailed.Code
+		}
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		denied.Topics = append(denied.Topics, rt)
+	}
+	return &cp, denied
 }

@@ -26,7 +26,28 @@ func handleOffsetFetch(s *Server, _ context.Context, hdr header, kreq kmsg.Reque
 		}
 		return now(resp)
 	}
+	if s.opts.Authz != nil && req.Version < 8 && !s.groupAuthorized(hdr, kmsg.ACLOperationDescribe, req.Group) {
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return now(resp)
+	}
+	var denied []kmsg.OffsetFetchResponseGroup
+	if s.opts.Authz != nil && req.Version >= 8 {
+		cp := *req
+		cp.Groups = nil
+		for _, g := range req.Groups {
+			if s.groupAuthorized(hdr, kmsg.ACLOperationDescribe, g.Group) {
+				cp.Groups = append(cp.Groups, g)
+				continue
+			}
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = g.Group, kerr.GroupAuthorizationFailed.Code
+			denied = append(denied, rg)
+		}
+		req = &cp
+	}
 	r := c.OffsetFetch(req)
 	r.SetVersion(req.Version)
+	r.Groups = append(r.Groups, denied...)
 	return now(r)
 }

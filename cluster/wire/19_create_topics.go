@@ -27,6 +27,11 @@ func handleCreateTopics(s *Server, ctx context.Context, hdr header, kreq kmsg.Re
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
 		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		if !s.createAuthorized(hdr, t.Topic) {
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code // KafkaApis: CREATE on the cluster or the topic
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		if len(t.ReplicaAssignment) > 0 {
 			rt.ErrorCode = kerr.InvalidRequest.Code
 			msg := "explicit replica assignments are not supported; give NumPartitions and ReplicationFactor"

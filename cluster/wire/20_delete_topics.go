@@ -51,6 +51,11 @@ func handleDeleteTopics(s *Server, ctx context.Context, hdr header, kreq kmsg.Re
 		}
 		n := name
 		rt.Topic = &n
+		if !s.topicAuthorized(hdr, kmsg.ACLOperationDelete, name) {
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code // KafkaApis: DELETE on the topic
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		if topic := im.Topics[name]; topic != nil {
 			rt.TopicID = topic.ID
 		}

@@ -88,7 +88,7 @@ func handleWriteTxnMarkers(s *Server, ctx context.Context, hdr header, kreq kmsg
 			m := req.Markers[w.mi]
 			if topic := m.Topics[w.ti].Topic; topic == group.Topic {
 				if c := s.coordinator(); c != nil {
-					c.CompleteTxn(m.Topics[w.ti].Partitions[w.pi], m.ProducerID, m.Committed)
+					c.CompleteTxn(m.Topics[w.ti].Partitions[w.pi], m.ProducerID, m.Committed, w.end)
 				}
 			}
 		}

@@ -25,7 +25,7 @@ type AdminBackend interface {
 
 // controllerKeys are the admin APIs a broker forwards to the controller;
 // the controller's own broker serves them when they arrive forwarded.
-var controllerKeys = map[int16]bool{19: true, 20: true, 33: true, 37: true, 43: true, 44: true, 45: true, 51: true}
+var controllerKeys = map[int16]bool{19: true, 20: true, 30: true, 31: true, 33: true, 37: true, 43: true, 44: true, 45: true, 51: true}
 
 // forwardToController is the handler of the forwarded admin APIs.
 func forwardToController(s *Server, ctx context.Context, hdr header, req kmsg.Request) reply {

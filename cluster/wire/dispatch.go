@@ -141,6 +141,9 @@ func (s *Server) dispatch(ctx context.Context, hdr header, req kmsg.Request) rep
 	if controllerKeys[hdr.key] && forwarded(hdr) {
 		return handleController(s, ctx, hdr, req)
 	}
+	if r, refused := s.checkRequest(hdr, req); refused {
+		return r
+	}
 	return apis[hdr.key].handle(s, ctx, hdr, req)
 }
 

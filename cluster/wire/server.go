@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/acl"
 )
 
 // DefaultMaxRequestBytes bounds one request frame (Kafka's
@@ -54,6 +56,10 @@ type Options struct {
 	// SASL, when set, makes the listener SASL_PLAINTEXT or SASL_SSL: every
 	// connection authenticates first (auth.go).
 	SASL *SASLOptions
+	// Authz, when set, is the authorizer's settings: every request is
+	// checked against the image's ACLs (authz.go). Nil: nothing is
+	// checked (Kafka without authorizer.class.name).
+	Authz *acl.Settings
 }
 
 // Server serves the Kafka protocol for one broker.
@@ -154,6 +160,11 @@ type header struct {
 	version       int16
 	correlationID int32
 	clientID      string
+	// principal and host are who sent the request, for the authorizer
+	// (authz.go): the SASL user as User:NAME (User:ANONYMOUS without
+	// SASL), and the client's IP address.
+	principal string
+	host      string
 }
 
 // pending is one request whose response is owed, in arrival order.
@@ -197,6 +208,7 @@ func (s *Server) serveConn(c net.Conn) {
 	if s.opts.SASL != nil {
 		auth = &connAuth{}
 	}
+	host := remoteHost(c)
 	br := bufio.NewReaderSize(c, 64<<10)
 	for {
 		frame, err := readFrame(br, s.opts.MaxRequestBytes)
@@ -211,6 +223,7 @@ func (s *Server) serveConn(c net.Conn) {
 			s.log.Warn("closing connection: bad request", "remote", c.RemoteAddr().String(), "key", hdr.key, "version", hdr.version, "err", err)
 			break
 		}
+		hdr.principal, hdr.host = auth.principal(), host
 		if req != nil {
 			var served bool
 			if rep, served = s.authenticate(ctx, auth, hdr, req); !served {

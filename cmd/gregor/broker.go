@@ -79,7 +79,7 @@ func (f *brokerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.lagMax, "replica-lag-max", 30*time.Second, "replica.lag.time.max.ms")
 	fl.DurationVar(&f.cgSession, "consumer-session-timeout", 45*time.Second, "group.consumer.session.timeout.ms: a KIP-848 consumer group member silent this long is fenced")
 	fl.DurationVar(&f.cgHeartbeat, "consumer-heartbeat-interval", 5*time.Second, "group.consumer.heartbeat.interval.ms: how often KIP-848 members are asked to heartbeat")
-	fl.StringSliceVar(&f.groupProtocols, "group-protocols", []string{group.RebalanceClassic}, "group.coordinator.rebalance.protocols: classic, plus consumer to offer KIP-848 consumer groups (ConsumerGroupHeartbeat, group.version) and/or share to offer KIP-932 share groups (ShareFetch, share.version); give every broker the same")
+	fl.StringSliceVar(&f.groupProtocols, "group-protocols", group.DefaultRebalanceProtocols(), "group.coordinator.rebalance.protocols (Kafka 4.2's default): classic, plus consumer to offer KIP-848 consumer groups (ConsumerGroupHeartbeat, group.version) and/or share to offer KIP-932 share groups (ShareFetch, share.version); give every broker the same")
 	fl.StringSliceVar(&f.bugs, "bug", nil, "plant a known bug (testing the harness): "+strings.Join(cluster.BugNames(), ", "))
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug | info | warn | error")
 	fl.StringVar(&f.voters, "voters", "", "controller quorum voters id@host:raftport,... (every node of a multi-broker cluster); empty: a cluster of one")
@@ -142,6 +142,7 @@ func (f *brokerFlags) config() (cluster.Config, error) {
 	cfg := cluster.Config{
 		Security: cluster.Security{ListenerName: name, Protocol: protocol, Mechanisms: splitList(f.sec.mechanisms),
 			CertFile: f.sec.certFile, KeyFile: f.sec.keyFile, CAKeyFile: f.sec.caKeyFile, SuperUsers: supers,
+			Authorizer: f.sec.authorizer, AllowEveryoneIfNoACL: f.sec.allowNoACL,
 			Inter: security.Config{Mechanism: f.sec.mechanism, User: f.sec.user, PasswordFile: f.sec.password, CAFile: f.sec.caFile}},
 		NodeID: f.nodeID, Listen: listen, Advertise: f.advertise, DataDir: f.data,
 		AutoCreateTopics: f.autoCreate, DefaultPartitions: f.partitions, DefaultRF: f.rf,

@@ -159,7 +159,7 @@ the next write, fsync or read of its partition logs, a full disk (ENOSPC),
 or a bit flipped in a stored batch; the broker takes its log directory
 offline and halts, and is restarted at the fault's end. clock-skew skews
 the target's wall clock by a drawn D (1s to 1h, either way) for the hold.
-Both run on --runtime sim and process only (faults inside gregor's broker).
+Both run on --runtime sim, process and docker (faults inside gregor's broker).
 --compose lets faults of different kinds overlap (a kill during a
 partition): each kind draws its own timeline, partition and slow share one.
 

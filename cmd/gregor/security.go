@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -74,6 +76,8 @@ type brokerSecurityFlags struct {
 	user        string
 	password    string
 	superUsers  string
+	authorizer  bool
+	allowNoACL  bool
 }
 
 const defaultProtocolMap = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
@@ -88,7 +92,9 @@ func (f *brokerSecurityFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.mechanism, "sasl-mechanism", "", "sasl.mechanism.inter.broker.protocol")
 	fl.StringVar(&f.user, "sasl-user", "", "the broker's own SASL user (inter-broker), also a bootstrap credential for PLAIN and SCRAM and a super user")
 	fl.StringVar(&f.password, "sasl-password-file", "", "file whose first line is --sasl-user's password")
-	fl.StringVar(&f.superUsers, "super-users", "", "super.users: User:NAME;User:NAME")
+	fl.StringVar(&f.superUsers, "super-users", "", "super.users: User:NAME;User:NAME (with --authorizer)")
+	fl.BoolVar(&f.authorizer, "authorizer", false, "check every request against the ACLs (authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer); off: nothing is checked")
+	fl.BoolVar(&f.allowNoACL, "allow-everyone-if-no-acl-found", false, "allow.everyone.if.no.acl.found (with --authorizer): a resource without any ACL is open to all")
 }
 
 // listener splits --listen's NAME:// (Kafka's listeners) from its address
@@ -142,11 +148,24 @@ func splitList(s string) []string {
 // did not boot. Only the process runtime's brokers can read the files.
 func secureBoot(c *harness.ClusterConfig, sec *security.Config, runtimeName string) (cleanup func(), err error) {
 	cleanup = func() {}
+	if c.Authorizer && !sec.SASL() {
+		if sec.Secured() {
+			return cleanup, fmt.Errorf("--security-protocol %s: the workload's principals are SASL users of the brokers' authorizer; give SASL_PLAINTEXT or SASL_SSL, or no security settings (a SASL_PLAINTEXT super user is then made)", sec.Protocol)
+		}
+		if cleanup, err = superUser(sec); err != nil {
+			return func() {}, err
+		}
+	}
 	if !sec.Secured() {
 		return cleanup, nil
 	}
-	if runtimeName != "process" {
-		return cleanup, fmt.Errorf("--security-protocol %s with --runtime %s: secured clusters boot on --runtime process only (its brokers read the CA and password files); give --runtime process", sec.Protocol, runtimeName)
+	// The sim's brokers run in this process and read the password file as
+	// the process runtime's do; SASL is bytes over its in-memory network.
+	// TLS stays the process runtime's: its brokers issue themselves
+	// certificates from the CA's key, which the sim's disk does not hold.
+	simSASL := runtimeName == "sim" && sec.Protocol == security.SASLPlaintext
+	if runtimeName != "process" && !simSASL {
+		return cleanup, fmt.Errorf("--security-protocol %s with --runtime %s: secured clusters boot on --runtime process (and SASL_PLAINTEXT on --runtime sim) only (its brokers read the CA and password files); give --runtime process", sec.Protocol, runtimeName)
 	}
 	if sec.CAFile != "" || sec.CertFile != "" || sec.KeyFile != "" {
 		return cleanup, errors.New("--tls-ca, --tls-cert and --tls-key are for a cluster gregor did not boot: a cluster gregor boots gets a CA of its own (printed as \"tls ca:\")")
@@ -157,11 +176,12 @@ func secureBoot(c *harness.ClusterConfig, sec *security.Config, runtimeName stri
 		}
 	}
 	if sec.TLS() {
+		prev := cleanup
 		dir, err := os.MkdirTemp("", "gregor-tls-")
 		if err != nil {
 			return cleanup, err
 		}
-		cleanup = func() { os.RemoveAll(dir) }
+		cleanup = func() { os.RemoveAll(dir); prev() }
 		if sec.CAFile, c.CAKey, err = security.WriteCA(dir); err != nil {
 			cleanup()
 			return func() {}, err
@@ -173,5 +193,34 @@ func secureBoot(c *harness.ClusterConfig, sec *security.Config, runtimeName stri
 	}
 	c.Security = *sec
 	dialer.SetSecurity(sec)
+	return cleanup, nil
+}
+
+// superUser makes sec SASL_PLAINTEXT with a SCRAM-SHA-512 super user of
+// its own (the brokers' inter-broker user, always a super user): its
+// password, random, in a file of a directory the returned cleanup
+// removes, never printed. For a workload that Authorizes on a cluster
+// gregor boots without SASL settings.
+func superUser(sec *security.Config) (cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "gregor-sasl-")
+	if err != nil {
+		return nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	pw := make([]byte, 24)
+	if _, err := rand.Read(pw); err != nil {
+		cleanup()
+		return nil, err
+	}
+	file := filepath.Join(dir, "password")
+	if err := os.WriteFile(file, []byte(hex.EncodeToString(pw)+"\n"), 0o600); err != nil {
+		cleanup()
+		return nil, err
+	}
+	sec.Protocol, sec.Mechanism, sec.User, sec.PasswordFile = security.SASLPlaintext, security.ScramSHA512, "gregor-admin", file
+	if err := sec.Load(); err != nil {
+		cleanup()
+		return nil, err
+	}
 	return cleanup, nil
 }

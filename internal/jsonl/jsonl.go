@@ -40,6 +40,12 @@ func Read[T any](path string) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse[T](b)
+}
+
+// Parse reads the lines of b, a whole file's contents (Read, or a copy of
+// the file out of a container), skipping a line that does not decode.
+func Parse[T any](b []byte) ([]T, error) {
 	var out []T
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), maxLine)

@@ -21,7 +21,6 @@ import (
 	"github.com/docker/docker/client"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
-	"gregor/cluster/faultpoint"
 	"gregor/runtime"
 )
 
@@ -78,15 +77,6 @@ func New(opts Options) *Runtime {
 }
 
 func (r *Runtime) Name() string { return "docker" }
-
-// FaultPointsRefusal says why the docker runtime does not arm fault points
-// (runtime.CheckFaultPoints): the brokers are gregor's, but their control
-// file lives in the container's writable layer (/data), which the harness
-// could reach only through the docker client (a copy into the container,
-// a copy of the firings file out, polled), and that channel is not built.
-func (r *Runtime) FaultPointsRefusal() string {
-	return "the brokers' fault-point control file is inside each container (" + DataDir + "/" + faultpoint.FileName + ") and arming it through the docker client is not built"
-}
 
 func (r *Runtime) logf(format string, args ...any) {
 	r.logMu.Lock()

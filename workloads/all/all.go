@@ -5,6 +5,7 @@
 package all
 
 import (
+	"gregor/workloads/authz"
 	"gregor/workloads/eos"
 	"gregor/workloads/group"
 	"gregor/workloads/kit"
@@ -21,4 +22,5 @@ var Workloads = kit.NewRegistry(
 	txn.Descriptor{},
 	eos.Descriptor{},
 	share.Descriptor{},
+	authz.Descriptor{},
 )

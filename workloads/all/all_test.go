@@ -70,7 +70,7 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("--rate owned by %q", o)
 	}
 	_, err := Workloads.Get("nope")
-	if err == nil || err.Error() != `--workload "nope": give queue, group, txn, eos or share` {
+	if err == nil || err.Error() != `--workload "nope": give queue, group, txn, eos, share or authz` {
 		t.Fatalf("unknown workload: %v", err)
 	}
 }

@@ -37,6 +37,10 @@ type Shared struct {
 	// LinkFaults: a nemesis of the run acts on the clients' links, so a
 	// client must give up on a silent connection within a fault's hold.
 	LinkFaults bool
+	// SessionTimeout is the brokers' broker.session.timeout.ms (0: not
+	// known, Kafka's default): how long a broker cut off from the
+	// controller keeps its leaderships.
+	SessionTimeout time.Duration
 }
 
 // Dialer is a client process's dialer.
@@ -118,6 +122,11 @@ type Descriptor interface {
 	// write whatever its own settings, so a planted bug's probe fits it;
 	// false where its own settings allow some (a group's commit modes).
 	SafeBrokersSuffice() bool
+	// Authorizes: the workload's clients are principals of the brokers'
+	// authorizer, so the brokers run it behind a SASL listener (a cluster
+	// gregor boots gets one, with a super user of its own, when the run
+	// gives no SASL settings).
+	Authorizes() bool
 	// Validate refuses what this workload cannot run with s and cfg,
 	// canonicalising them in place; each error names the flag that fixes it.
 	Validate(s *Shared, cfg any) error
@@ -141,6 +150,7 @@ func (Base) Offers(string) bool             { return false }
 func (Base) Coordinator() bool              { return false }
 func (Base) Pipelines() bool                { return false }
 func (Base) SafeBrokersSuffice() bool       { return true }
+func (Base) Authorizes() bool               { return false }
 func (Base) Validate(*Shared, any) error    { return nil }
 func (Base) Unused(any) error               { return nil }
 func (Base) Record(any, *history.Config)    {}
