@@ -191,9 +191,9 @@ func TestNodeControlsCompose(t *testing.T) {
 	c := newNodeCluster()
 	var n nodeControls
 	ctx := context.Background()
-	_ = n.update(ctx, c, 1, func(x *nodefault.Control) { x.SkewMs = 5000 })
-	_ = n.update(ctx, c, 1, func(x *nodefault.Control) { x.Flip = &nodefault.Flip{ID: "a"} })
-	_ = n.update(ctx, c, 1, func(x *nodefault.Control) { x.SkewMs = 0 })
+	_ = n.update(ctx, 1, func(x *nodefault.Control) { x.SkewMs = 5000 }, c.ArmNodeFaults)
+	_ = n.update(ctx, 1, func(x *nodefault.Control) { x.Flip = &nodefault.Flip{ID: "a"} }, c.ArmNodeFaults)
+	_ = n.update(ctx, 1, func(x *nodefault.Control) { x.SkewMs = 0 }, c.ArmNodeFaults)
 	if got := c.ctl[1]; got.Flip == nil || got.SkewMs != 0 {
 		t.Fatalf("control %+v: the skew's end dropped the flip", got)
 	}
