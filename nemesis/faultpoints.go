@@ -41,8 +41,8 @@ type PointSpan string
 
 const (
 	// SpanPhase (the default): from the step's start to the end of the
-	// fault phase, at a small probability per hit and at most Max
-	// firings, so a point whose window opens only a few times a run (an
+	// fault phase, at a probability per hit drawn from 1 down to 0.01
+	// (phaseProbabilities) and at most Max firings, so a point whose window opens only a few times a run (an
 	// ISR re-admission in the second after a restart) is armed whenever it
 	// opens. Steps of the fault-points stream overlap; the runner arms the
 	// union of those in force on a node.
@@ -56,10 +56,14 @@ const (
 // PointSpans lists every span.
 var PointSpans = []PointSpan{SpanPhase, SpanHold}
 
-// phaseProbabilities are a phase-long arming's chances per hit: a point
-// hit on every record (hw-advanced) fires within tens of hits, one hit a
-// few times a run (isr-expand-applied, leader-elected) at a few of them.
-var phaseProbabilities = []float64{0.05, 0.1, 0.2}
+// phaseProbabilities are a phase-long arming's chances per hit, spaced
+// by factors of about 3 to 10 because the points' hit rates are: a point
+// hit a few times a run (leader-elected: 9 hits in a 15 s queue run with
+// leader kills, most at boot; isr-expand-applied a few after each
+// restart) fires at the next window or two at 1 or 0.3, and may not fire
+// at all at 0.01; one hit on every acknowledged batch (hw-advanced: ~10^3
+// a run) fires at once at 1 and spread over the phase at 0.01.
+var phaseProbabilities = []float64{1, 0.3, 0.1, 0.01}
 
 // DefaultPointActions are the actions a fault-points step draws from when
 // PlanOptions.PointActions is empty.
