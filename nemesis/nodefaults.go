@@ -88,9 +88,13 @@ type nodeControls = perNode[nodefault.Control]
 func (n *perNode[C]) update(ctx context.Context, id int32, change func(*C), arm func(context.Context, int32, C) error) error {
 	n.once.Do(func() { n.lock, n.ctl = make(chan struct{}, 1), map[int32]C{} })
 	select {
-	case n.lock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	case n.lock <- struct{}{}: // free: taken even if ctx just ended (a select of two ready cases picks either)
+	default:
+		select {
+		case n.lock <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	defer func() { <-n.lock }()
 	c := n.ctl[id]
