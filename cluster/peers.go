@@ -25,6 +25,12 @@ type peerConns struct {
 	// had in the image when dialed; a failed request drops it.
 	conns  map[int32]*kconn.Conn
 	closed bool
+	// mu is never held across a Conn's Close: Close waits for the request
+	// in flight on that Conn (kconn's lock), and in the simulation's bubble
+	// a goroutine waiting on this sync.Mutex meanwhile is not durably
+	// blocked, so virtual time would stop and the request's deadline
+	// never come (a txn marker sent to a frozen peer while the broker shut
+	// down hung a sim run: MEASUREMENTS 4.3).
 }
 
 func newPeerConns(b *Broker, purpose string) *peerConns {
@@ -48,29 +54,34 @@ func (pc *peerConns) request(ctx context.Context, node int32, req kmsg.Request) 
 		return nil, kconn.ErrClosed
 	}
 	c := pc.conns[node]
+	var stale *kconn.Conn
 	if c != nil && c.Addr() != addr {
-		c.Close()
-		c = nil
+		stale, c = c, nil
+		delete(pc.conns, node)
 	}
 	pc.mu.Unlock()
+	if stale != nil {
+		stale.Close()
+	}
 	if c == nil {
 		var err error
 		if c, err = kconn.Dial(ctx, addr, pc.b.peerOptions(kconn.Options{Dial: pc.b.net.Dial, ClientID: pc.client, DialTimeout: peerDialTimeout})); err != nil {
 			return nil, err
 		}
 		pc.mu.Lock()
-		if old := pc.conns[node]; old != nil || pc.closed {
-			// Another caller dialed meanwhile (or we closed): keep one.
-			c.Close()
-			if pc.closed || old == nil {
-				pc.mu.Unlock()
-				return nil, kconn.ErrClosed
-			}
-			c = old
-		} else {
+		old, closed := pc.conns[node], pc.closed
+		if old == nil && !closed {
 			pc.conns[node] = c
 		}
 		pc.mu.Unlock()
+		if old != nil || closed {
+			// Another caller dialed meanwhile (or we closed): keep one.
+			c.Close()
+			if closed {
+				return nil, kconn.ErrClosed
+			}
+			c = old
+		}
 	}
 	resp, err := c.Request(ctx, req)
 	if err != nil {
@@ -86,10 +97,11 @@ func (pc *peerConns) request(ctx context.Context, node int32, req kmsg.Request) 
 
 func (pc *peerConns) close() {
 	pc.mu.Lock()
-	defer pc.mu.Unlock()
 	pc.closed = true
-	for id, c := range pc.conns {
+	conns := pc.conns
+	pc.conns = map[int32]*kconn.Conn{}
+	pc.mu.Unlock()
+	for _, c := range conns {
 		c.Close()
-		delete(pc.conns, id)
 	}
 }

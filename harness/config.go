@@ -77,6 +77,12 @@ type Config struct {
 	// PointAfter delays a fault point's action after its hit
 	// (--fault-point-after).
 	PointAfter time.Duration
+	// PointSpan is how long a fault-points step keeps its point armed
+	// (--fault-point-span: phase, the default, or hold; nemesis.PointSpan).
+	PointSpan string
+	// PointAims are the aims a fault-points step draws from
+	// (--fault-point-aim: hit, about; nil: hit).
+	PointAims []string
 	// SlowDelay and SlowLoss are the slow nemesis's delay and loss percent.
 	SlowDelay time.Duration
 	SlowLoss  float64
@@ -378,7 +384,8 @@ func (c *Config) planOptions() nemesis.PlanOptions {
 	}
 	return nemesis.PlanOptions{Kinds: c.kinds(), Interval: c.Interval, Hold: c.Hold, Limit: c.TimeLimit, Shapes: shapes,
 		MinDelayHold: c.DeliveryTimeout + delayBeyondDelivery, Compose: c.Compose,
-		Points: c.drawnPoints(), PointActions: actionNames(c.PointActions), PointAfter: c.PointAfter}
+		Points: c.drawnPoints(), PointActions: actionNames(c.PointActions), PointAfter: c.PointAfter,
+		PointSpan: nemesis.PointSpan(c.PointSpan), PointAims: aimNames(c.PointAims)}
 }
 
 // delayBeyondDelivery is how much longer than the delivery timeout a

@@ -29,11 +29,20 @@ func (c *Config) validatePoints() error {
 			return fmt.Errorf("--fault-point-target: %w", err)
 		}
 	}
+	if c.PointSpan != "" && !slices.Contains(nemesis.PointSpans, nemesis.PointSpan(c.PointSpan)) {
+		return fmt.Errorf("--fault-point-span %q: choose from %v", c.PointSpan, nemesis.PointSpans)
+	}
+	for _, a := range c.PointAims {
+		if !slices.Contains(faultpoint.Aims, faultpoint.Aim(a)) {
+			return fmt.Errorf("--fault-point-aim: unknown aim %q: choose from %v", a, faultpoint.Aims)
+		}
+	}
 	if c.PointAfter < 0 || c.PointAfter > time.Minute {
 		return fmt.Errorf("--fault-point-after %v: give 0 to 1m", c.PointAfter)
 	}
-	if (c.PointAfter != 0 || c.PointTarget != "" || len(c.FaultPoints) > 0 || len(c.PointActions) > 0) && !slices.Contains(c.Nemeses, string(nemesis.FaultPoints)) {
-		return fmt.Errorf("--fault-points, --fault-point-actions and --fault-point-target shape the fault-points nemesis: add --nemesis %s", nemesis.FaultPoints)
+	if (c.PointAfter != 0 || c.PointTarget != "" || c.PointSpan != "" || len(c.FaultPoints) > 0 || len(c.PointActions) > 0 || len(c.PointAims) > 0) &&
+		!slices.Contains(c.Nemeses, string(nemesis.FaultPoints)) {
+		return fmt.Errorf("--fault-points, --fault-point-actions, --fault-point-target, --fault-point-span and --fault-point-aim shape the fault-points nemesis: add --nemesis %s", nemesis.FaultPoints)
 	}
 	return nil
 }
@@ -49,6 +58,12 @@ func (t *Test) admitFaultPoints() error {
 	if err := runtime.CheckFaultPoints(t.Runtime); err != nil {
 		return err
 	}
+	aims := runtime.PointAims(t.Runtime)
+	for _, a := range t.PointAims {
+		if !slices.Contains(aims, faultpoint.Aim(a)) {
+			return fmt.Errorf("--fault-point-aim %s with --runtime %s: it carries out only %v (a broker process sees only its own hits, so it cannot act at a hit about it made by another); use --runtime sim", a, t.Runtime.Name(), aims)
+		}
+	}
 	can := runtime.PointActions(t.Runtime)
 	if can == nil {
 		return nil
@@ -63,7 +78,7 @@ func (t *Test) admitFaultPoints() error {
 	}
 	for _, a := range t.PointActions {
 		if !slices.Contains(can, faultpoint.Action(a)) {
-			return fmt.Errorf("--fault-point-actions %s with --runtime %s: it carries out only %v (a pause or hold blocks the goroutine at the point, which may hold a lock the simulation cannot wait on in virtual time); use --runtime process", a, t.Runtime.Name(), can)
+			return fmt.Errorf("--fault-point-actions %s with --runtime %s: it carries out only %v", a, t.Runtime.Name(), can)
 		}
 	}
 	return nil
@@ -98,6 +113,14 @@ func pointNames(names []string) []faultpoint.Point {
 	out := make([]faultpoint.Point, 0, len(names))
 	for _, n := range names {
 		out = append(out, faultpoint.Point(n))
+	}
+	return out
+}
+
+func aimNames(names []string) []faultpoint.Aim {
+	out := make([]faultpoint.Aim, 0, len(names))
+	for _, n := range names {
+		out = append(out, faultpoint.Aim(n))
 	}
 	return out
 }

@@ -164,6 +164,10 @@ func TestValidateRefuses(t *testing.T) {
 		{func(tc *Test) { tc.Idempotence, tc.MaxInFlight = true, 6 }, "give at most 5 or drop --idempotence"},
 		{func(tc *Test) { tc.MaxInFlight = 17 }, "--max-in-flight 17: give 1 to 16"},
 		{func(tc *Test) { tc.Workload, tc.MaxInFlight = WorkloadTxn, 2 }, "drop --max-in-flight"},
+		{func(tc *Test) { tc.Nemeses, tc.PointAims = []string{string(nemesis.FaultPoints)}, []string{"about"} }, "a broker process sees only its own hits"},
+		{func(tc *Test) { tc.Nemeses, tc.PointAims = []string{string(nemesis.FaultPoints)}, []string{"there"} }, `unknown aim "there"`},
+		{func(tc *Test) { tc.Nemeses, tc.PointSpan = []string{string(nemesis.FaultPoints)}, "forever" }, `--fault-point-span "forever"`},
+		{func(tc *Test) { tc.PointSpan = "hold" }, "add --nemesis fault-points"},
 	}
 	for _, c := range cases {
 		tc := base()

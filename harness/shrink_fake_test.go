@@ -148,14 +148,8 @@ func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return le
 // is that one step, its arming (point, action, probability, firings)
 // kept through schedule.json, the kills and the other armings gone.
 func TestShrinkFaultPointFailureToOnePointAndAction(t *testing.T) {
-	store := t.TempDir()
-	orig := history.RunDir(filepath.Join(store, "queue", "20260101T000000.000Z"))
-	os.MkdirAll(string(orig), 0o755)
-	cfg := DefaultConfig()
-	cfg.Cluster.MinISR, cfg.Idempotence, cfg.Compose = 2, true, true
-	cfg.Nemeses, cfg.Target, cfg.PointTarget, cfg.Seed, cfg.TimeLimit = []string{"kill", "fault-points"}, "leader", "all", 5, 30*time.Second
 	crash := nemesis.PointArm{Point: faultpoint.ISRExpandApplied, Action: faultpoint.Crash, Probability: 0.5, Max: 2, For: 2 * time.Second}
-	sched := nemesis.Schedule{
+	shrinkToOnePoint(t, crash, nemesis.Schedule{
 		{At: 1 * time.Second, Kind: nemesis.Kill, Hold: 2 * time.Second, Pick: 1},
 		{At: 2 * time.Second, Kind: nemesis.FaultPoints, Hold: 3 * time.Second, Pick: 2,
 			Point: nemesis.PointArm{Point: faultpoint.HWAdvanced, Action: faultpoint.Cut, Probability: 1, Max: 1, For: time.Second}},
@@ -163,7 +157,42 @@ func TestShrinkFaultPointFailureToOnePointAndAction(t *testing.T) {
 		{At: 8 * time.Second, Kind: nemesis.FaultPoints, Hold: 4 * time.Second, Pick: 4, Point: crash},
 		{At: 14 * time.Second, Kind: nemesis.FaultPoints, Hold: 3 * time.Second, Pick: 5,
 			Point: nemesis.PointArm{Point: faultpoint.ISRExpandApplied, Action: faultpoint.Cut, Probability: 1, Max: 1, For: time.Second}},
-		{At: 20 * time.Second, Kind: nemesis.Kill, Hold: 2 * time.Second, Pick: 6}}
+		{At: 20 * time.Second, Kind: nemesis.Kill, Hold: 2 * time.Second, Pick: 6}})
+}
+
+// The same with points armed to the end of the fault phase (SpanPhase, the
+// default): the fault-points steps overlap, one is aimed at the node its
+// hits are about, and the failure needs that aimed crash; the shrunk step
+// keeps its aim.
+func TestShrinkPhaseLongAimedFaultPointToOnePoint(t *testing.T) {
+	crash := nemesis.PointArm{Point: faultpoint.ISRExpandApplied, Action: faultpoint.Crash, Probability: 0.1, Max: 3, For: 2 * time.Second,
+		Aim: faultpoint.AimAbout}
+	hit := crash
+	hit.Aim = ""
+	shrinkToOnePoint(t, crash, nemesis.Schedule{
+		{At: 1 * time.Second, Kind: nemesis.Kill, Hold: 2 * time.Second, Pick: 1},
+		{At: 2 * time.Second, Kind: nemesis.FaultPoints, Hold: 28 * time.Second, Pick: 2,
+			Point: nemesis.PointArm{Point: faultpoint.HWAdvanced, Action: faultpoint.Cut, Probability: 0.05, Max: 1, For: time.Second}},
+		{At: 4 * time.Second, Kind: nemesis.FaultPoints, Hold: 26 * time.Second, Pick: 3, Point: hit},
+		{At: 6 * time.Second, Kind: nemesis.FaultPoints, Hold: 24 * time.Second, Pick: 4, Point: crash},
+		{At: 7 * time.Second, Kind: nemesis.Kill, Hold: 2 * time.Second, Pick: 5},
+		{At: 9 * time.Second, Kind: nemesis.FaultPoints, Hold: 21 * time.Second, Pick: 6,
+			Point: nemesis.PointArm{Point: faultpoint.LeaderElected, Action: faultpoint.Pause, Probability: 0.2, Max: 2, For: time.Second}},
+		{At: 20 * time.Second, Kind: nemesis.Kill, Hold: 2 * time.Second, Pick: 7}})
+}
+
+// shrinkToOnePoint shrinks a failing run of sched whose failure needs the
+// fault-points step arming crash (its point, action and aim, however
+// short; its step's pick is 4) and checks the shrunk run is that step alone, its arming kept
+// through schedule.json.
+func shrinkToOnePoint(t *testing.T, crash nemesis.PointArm, sched nemesis.Schedule) {
+	t.Helper()
+	store := t.TempDir()
+	orig := history.RunDir(filepath.Join(store, "queue", "20260101T000000.000Z"))
+	os.MkdirAll(string(orig), 0o755)
+	cfg := DefaultConfig()
+	cfg.Cluster.MinISR, cfg.Idempotence, cfg.Compose = 2, true, true
+	cfg.Nemeses, cfg.Target, cfg.PointTarget, cfg.Seed, cfg.TimeLimit = []string{"kill", "fault-points"}, "leader", "all", 5, 30*time.Second
 	if err := sched.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -177,11 +206,11 @@ func TestShrinkFaultPointFailureToOnePointAndAction(t *testing.T) {
 	if _, res, err := CheckRun(orig.History(), CheckOptions{Store: true}); err != nil || res.Valid != checker.ValidFalse {
 		t.Fatalf("the original: %v, %v", res.Valid, err)
 	}
-	// The failure is the crash at an applied expansion, however short.
+	same := func(p nemesis.PointArm) bool {
+		return p.Point == crash.Point && p.Action == crash.Action && p.Aim == crash.Aim
+	}
 	fails := func(s nemesis.Schedule, _ int) bool {
-		return slices.ContainsFunc(s, func(st nemesis.Step) bool {
-			return st.Kind == nemesis.FaultPoints && st.Point.Point == crash.Point && st.Point.Action == crash.Action
-		})
+		return slices.ContainsFunc(s, func(st nemesis.Step) bool { return st.Kind == nemesis.FaultPoints && same(st.Point) })
 	}
 	fake := &fakeRun{t: t, fails: fails, tries: map[string]int{}}
 	replay = fake.run
@@ -195,9 +224,8 @@ func TestShrinkFaultPointFailureToOnePointAndAction(t *testing.T) {
 		t.Fatalf("shrunk to %v (stored %q), want one step", rep.After.Steps(), rep.Shrunk)
 	}
 	got := rep.After[0]
-	if got.Kind != nemesis.FaultPoints || got.Point.Point != crash.Point || got.Point.Action != crash.Action ||
-		got.Point.Probability != crash.Probability || got.Point.Max != crash.Max || got.Pick != 4 {
-		t.Fatalf("shrunk to %+v, want step 4's arming: %+v", got, crash)
+	if got.Kind != nemesis.FaultPoints || !same(got.Point) || got.Point.Probability != crash.Probability || got.Point.Max != crash.Max || got.Pick != 4 {
+		t.Fatalf("shrunk to %+v, want the arming %+v", got, crash)
 	}
 	// The stored schedule replays that arming.
 	f, err := nemesis.ReadScheduleFile(rep.Shrunk.Schedule())
@@ -205,7 +233,7 @@ func TestShrinkFaultPointFailureToOnePointAndAction(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := f.Schedule()
-	if err != nil || len(s) != 1 || s[0].Point.Point != crash.Point || s[0].Point.Action != crash.Action {
+	if err != nil || len(s) != 1 || !same(s[0].Point) {
 		t.Fatalf("stored schedule %v (%v), want the one crash at %s", s, err, crash.Point)
 	}
 }

@@ -2,7 +2,8 @@ package history
 
 // The fault-points nemesis (issue 29; DESIGN.md section 3): a step arms a
 // named fault point of gregor's own brokers (cluster/faultpoint) on its
-// target nodes for its hold; each firing is an operation of its own.
+// target nodes for its hold (to the end of the fault phase by default);
+// each firing is an operation of its own.
 const (
 	// NemesisFaultPoints arms a drawn fault point with a drawn action; it
 	// ends with end-fault-points (the point disarmed).
@@ -29,6 +30,12 @@ type FaultPointValue struct {
 	For         string  `json:"for,omitempty"`
 	// After is how long after the hit the action ran ("": at once).
 	After string `json:"after,omitempty"`
+	// Aim is which node acts: "" the node that reached the point, "about"
+	// the node its step is about (cluster/faultpoint.AimAbout).
+	Aim string `json:"aim,omitempty"`
+	// HitBy is, for a firing aimed at another node, the node that reached
+	// the point (the firing's node is the one that acted).
+	HitBy int32 `json:"hit_by,omitempty"`
 	// Key is the topic partition ("topic/p") a firing was about; Group the
 	// consumer group; Txn the transactional id; Broker the broker a
 	// controller step was about (a registration).

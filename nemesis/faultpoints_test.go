@@ -176,3 +176,94 @@ func TestRunnerArmsFaultPoints(t *testing.T) {
 		t.Fatal("a cluster without fault points took a fault-points step")
 	}
 }
+
+// By default a fault-points step keeps its point armed to the end of the
+// fault phase at a small probability: the stream's steps overlap (the
+// schedule is not serial, and still checks), the other kinds' steps are
+// drawn as with held points, and the aims drawn are the ones given.
+func TestPlanPointSpanPhase(t *testing.T) {
+	o := PlanOptions{Kinds: []Kind{Kill, FaultPoints}, Interval: time.Second, Hold: time.Second, Limit: 30 * time.Second, Compose: true,
+		PointAims: []faultpoint.Aim{faultpoint.AimHit, faultpoint.AimAbout}}
+	s, err := Plan(3, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := o
+	held.PointSpan = SpanHold
+	h, _ := Plan(3, held)
+	var points, kills, heldKills []Step
+	aims := map[faultpoint.Aim]int{}
+	for _, st := range s {
+		if st.Kind != FaultPoints {
+			kills = append(kills, st)
+			continue
+		}
+		points = append(points, st)
+		aims[st.Point.Aim]++
+		if st.At+st.Hold < o.Limit || !slices.Contains(phaseProbabilities, st.Point.Probability) {
+			t.Fatalf("step %+v: not armed to the phase's end at a phase probability", st)
+		}
+	}
+	for _, st := range h {
+		if st.Kind == Kill {
+			heldKills = append(heldKills, st)
+		}
+	}
+	if len(points) < 5 || s.Serial() || !slices.Equal(kills, heldKills) {
+		t.Fatalf("%d fault-points steps (serial %v); kills %v, with held points %v", len(points), s.Serial(), kills, heldKills)
+	}
+	if aims[""] == 0 || aims[faultpoint.AimAbout] == 0 {
+		t.Fatalf("aims drawn %v: want both", aims)
+	}
+	f := RecordSchedule(s, 3, TargetAll, []int32{1, 2, 3}, nil, nil)
+	back, err := f.Schedule()
+	if err != nil || !slices.Equal(back, s) {
+		t.Fatalf("schedule.json round trip: %v", err)
+	}
+	// One aim given is every step's, drawn without consuming the seed.
+	o.PointAims = []faultpoint.Aim{faultpoint.AimAbout}
+	one, _ := Plan(3, o)
+	o.PointAims = nil
+	none, _ := Plan(3, o)
+	for i := range one {
+		if one[i].Kind == FaultPoints && one[i].Point.Aim != faultpoint.AimAbout {
+			t.Fatalf("step %d aim %q", i, one[i].Point.Aim)
+		}
+		one[i].Point.Aim = ""
+	}
+	if !slices.Equal(one, none) {
+		t.Fatal("one aim changed the rest of the draw")
+	}
+}
+
+// Two fault-points steps in force on one node are armed together, and the
+// first one's end leaves the second's point armed.
+func TestRunnerArmsOverlappingPoints(t *testing.T) {
+	c := newPointCluster()
+	defer c.close()
+	h := history.NewWriter(&bytes.Buffer{}, 0)
+	r := &Runner{Cluster: c, Topo: StaticTopology{IDs: []int32{1, 2, 3}, Leaders: []int32{2}}, History: h, Epoch: time.Now(),
+		Target: TargetLeader, UndoTimeout: 5 * time.Second}
+	pa := PointArm{Point: faultpoint.LeaderElected, Action: faultpoint.Cut, Probability: 0.1, Max: 1, For: time.Millisecond}
+	pb := PointArm{Point: faultpoint.HWAdvanced, Action: faultpoint.Cut, Probability: 0.1, Max: 1, For: time.Millisecond}
+	sched := Schedule{{At: 0, Kind: FaultPoints, Hold: time.Second, Pick: 1, Point: pa},
+		{At: 50 * time.Millisecond, Kind: FaultPoints, Hold: 10 * time.Second, Pick: 2, Point: pb}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx, sched); close(done) }()
+	wait := func(what string, ok func([]faultpoint.Arm) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(faultpoint.Armed(2)); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: armed %+v", what, faultpoint.Armed(2))
+			}
+		}
+	}
+	wait("both steps armed together", func(a []faultpoint.Arm) bool { return len(a) == 2 })
+	wait("the first step's end", func(a []faultpoint.Arm) bool { return len(a) == 1 && a[0].Point == faultpoint.HWAdvanced })
+	cancel()
+	<-done
+	if len(faultpoint.Armed(2)) != 0 || r.Failed() != 0 {
+		t.Fatalf("armed after the run: %+v; %d failed", faultpoint.Armed(2), r.Failed())
+	}
+}

@@ -69,28 +69,37 @@ func diskFaults(f string) []fsys.Fault {
 	return nil
 }
 
-// nodeControls is what the runner has armed on each node: a disk-fault
-// and a clock-skew step may overlap (--compose) on one node, and each node
-// has one control. lock is a channel (the runner runs in the simulation's
-// bubble too) held across the arming.
-type nodeControls struct {
+// perNode is what the runner has armed on each node, one control C a
+// node: steps that overlap (--compose) on one node each change their part
+// of it (a disk-fault and a clock-skew step share nodefault.Control; the
+// fault-points steps in force share their union of arms). lock is a
+// channel (the runner runs in the simulation's bubble too) held across the
+// arming.
+type perNode[C any] struct {
 	once sync.Once
 	lock chan struct{}
-	ctl  map[int32]nodefault.Control
+	ctl  map[int32]C
 }
 
+// nodeControls is the node-fault control of each node.
+type nodeControls = perNode[nodefault.Control]
+
 // update applies change to node id's control and arms the result.
-func (n *nodeControls) update(ctx context.Context, nf runtime.NodeFaulter, id int32, change func(*nodefault.Control)) error {
-	n.once.Do(func() { n.lock, n.ctl = make(chan struct{}, 1), map[int32]nodefault.Control{} })
+func (n *perNode[C]) update(ctx context.Context, id int32, change func(*C), arm func(context.Context, int32, C) error) error {
+	n.once.Do(func() { n.lock, n.ctl = make(chan struct{}, 1), map[int32]C{} })
 	select {
-	case n.lock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	case n.lock <- struct{}{}: // free: taken even if ctx just ended (a select of two ready cases picks either)
+	default:
+		select {
+		case n.lock <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	defer func() { <-n.lock }()
 	c := n.ctl[id]
 	change(&c)
-	if err := nf.ArmNodeFaults(ctx, id, c); err != nil {
+	if err := arm(ctx, id, c); err != nil {
 		return err
 	}
 	n.ctl[id] = c
@@ -117,7 +126,7 @@ func (r *Runner) nodeFault(ctx context.Context, i int, st Step, v history.Nemesi
 	r.active.Add(1)
 	defer r.active.Add(-1)
 	r.done.Add(1)
-	err := eachNode(ctx, v.Nodes, func(ctx context.Context, id int32) error { return r.nodeCtl.update(ctx, nf, id, arm) })
+	err := eachNode(ctx, v.Nodes, func(ctx context.Context, id int32) error { return r.nodeCtl.update(ctx, id, arm, nf.ArmNodeFaults) })
 	r.write(string(st.Kind), v, err)
 	failed, flipped := map[int32]bool{}, map[int32]bool{}
 	poll := func(ctx context.Context) {
@@ -142,7 +151,7 @@ func (r *Runner) nodeFault(ctx context.Context, i int, st Step, v history.Nemesi
 	}
 	uctx, cancel := r.undoContext(ctx)
 	defer cancel()
-	derr := eachNode(uctx, v.Nodes, func(ctx context.Context, id int32) error { return r.nodeCtl.update(ctx, nf, id, disarm) })
+	derr := eachNode(uctx, v.Nodes, func(ctx context.Context, id int32) error { return r.nodeCtl.update(ctx, id, disarm, nf.ArmNodeFaults) })
 	poll(uctx)
 	for _, id := range v.Nodes {
 		if failed[id] || flipped[id] {

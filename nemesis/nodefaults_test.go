@@ -191,10 +191,29 @@ func TestNodeControlsCompose(t *testing.T) {
 	c := newNodeCluster()
 	var n nodeControls
 	ctx := context.Background()
-	_ = n.update(ctx, c, 1, func(x *nodefault.Control) { x.SkewMs = 5000 })
-	_ = n.update(ctx, c, 1, func(x *nodefault.Control) { x.Flip = &nodefault.Flip{ID: "a"} })
-	_ = n.update(ctx, c, 1, func(x *nodefault.Control) { x.SkewMs = 0 })
+	_ = n.update(ctx, 1, func(x *nodefault.Control) { x.SkewMs = 5000 }, c.ArmNodeFaults)
+	_ = n.update(ctx, 1, func(x *nodefault.Control) { x.Flip = &nodefault.Flip{ID: "a"} }, c.ArmNodeFaults)
+	_ = n.update(ctx, 1, func(x *nodefault.Control) { x.SkewMs = 0 }, c.ArmNodeFaults)
 	if got := c.ctl[1]; got.Flip == nil || got.SkewMs != 0 {
 		t.Fatalf("control %+v: the skew's end dropped the flip", got)
+	}
+}
+
+// A free per-node control is taken even once the step's context ended (a
+// step that starts as the fault phase ends still arms and disarms cleanly);
+// only a wait for a held one gives up with the context.
+func TestPerNodeUpdateTakesAFreeLockAfterTheContextEnded(t *testing.T) {
+	c := newNodeCluster()
+	var n nodeControls
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 50 { // a select of two ready cases would pick the ended context about half the time
+		if err := n.update(ctx, 1, func(x *nodefault.Control) { x.SkewMs = int64(i) }, c.ArmNodeFaults); err != nil {
+			t.Fatalf("update %d with the lock free: %v", i, err)
+		}
+	}
+	n.lock <- struct{}{} // held
+	if err := n.update(ctx, 1, func(*nodefault.Control) {}, c.ArmNodeFaults); err == nil {
+		t.Fatal("a wait for a held control outlived its context")
 	}
 }

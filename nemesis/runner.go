@@ -64,7 +64,8 @@ type Runner struct {
 	// shrink, an election); default 12s.
 	PhaseWait time.Duration
 
-	nodeCtl nodeControls
+	nodeCtl   nodeControls
+	pointArms perNode[pointSet]
 
 	active atomic.Int32
 	done   atomic.Int32

@@ -34,7 +34,9 @@ type Step struct {
 // (Serial: no two steps overlap at all, Plan without Compose) has at most
 // one fault in force at a time, each undone before the next; a composed
 // one (PlanOptions.Compose) overlaps faults of different streams, as
-// Jepsen's composed nemeses do.
+// Jepsen's composed nemeses do. Fault-points steps are the exception: they
+// add up rather than replace one another (the runner arms the union of the
+// steps in force on a node), so theirs may overlap (SpanPhase).
 type Schedule []Step
 
 // Check returns the first broken invariant of s, or nil.
@@ -53,12 +55,12 @@ func (s Schedule) Check() error {
 				i, st.Kind, st.At, i-1, s[i-1].Kind, s[i-1].At)
 		}
 		k := stream(st.Kind)
-		if e, ok := end[k]; ok && st.At < e {
+		if e, ok := end[k]; ok && st.At < e && st.Kind != FaultPoints {
 			j := last[k]
 			return fmt.Errorf("nemesis step %d (%s at %v) starts before step %d (%s) ends at %v",
 				i, st.Kind, st.At, j, s[j].Kind, e)
 		}
-		end[k], last[k] = st.At+st.Hold, i
+		end[k], last[k] = max(end[k], st.At+st.Hold), i
 	}
 	return nil
 }
@@ -102,6 +104,12 @@ type PlanOptions struct {
 	PointActions []faultpoint.Action
 	// PointAfter delays every fault-points step's action after its hit.
 	PointAfter time.Duration
+	// PointSpan is how long a fault-points step keeps its point armed
+	// ("": SpanPhase).
+	PointSpan PointSpan
+	// PointAims are the aims a fault-points step draws from (nil: the node
+	// that reaches the point acts).
+	PointAims []faultpoint.Aim
 }
 
 // Plan draws a schedule from seed. The same seed and options give the same
@@ -135,8 +143,12 @@ func timeline(rng *rand.Rand, o PlanOptions, kinds []Kind, maxSteps int) Schedul
 		if st.Kind == DelayClient {
 			st.Hold = max(st.Hold, o.MinDelayHold)
 		}
+		next := st.Hold
 		if st.Kind == FaultPoints {
 			st.Point = drawPoint(rng, o)
+			if o.PointSpan != SpanHold {
+				st.Hold, next = max(o.Limit-t, st.Hold), 0 // armed to the phase's end; the next step overlaps it
+			}
 		}
 		if st.Kind == Partition {
 			shapes := o.Shapes
@@ -146,7 +158,7 @@ func timeline(rng *rand.Rand, o PlanOptions, kinds []Kind, maxSteps int) Schedul
 			st.Shape = shapes[rng.IntN(len(shapes))]
 		}
 		s = append(s, st)
-		t += st.Hold + jitter(o.Interval)
+		t += next + jitter(o.Interval)
 	}
 	return s
 }

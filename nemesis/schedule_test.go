@@ -51,6 +51,7 @@ func TestSameSeedSameSchedule(t *testing.T) {
 // kind and shape is drawn over a long schedule.
 func TestPlanShape(t *testing.T) {
 	o := planOpts()
+	o.PointSpan = SpanHold // phase-long fault points overlap: TestPlanPointSpanPhase
 	s, err := Plan(1, o)
 	if err != nil {
 		t.Fatal(err)

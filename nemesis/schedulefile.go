@@ -83,6 +83,7 @@ type PointRecord struct {
 	Max         int              `json:"max"`
 	For         history.Duration `json:"for"`
 	After       history.Duration `json:"after,omitempty"`
+	Aim         string           `json:"aim,omitempty"`
 }
 
 // RecordSchedule turns s into schedule.json's records. target is the run's
@@ -104,7 +105,7 @@ func RecordSchedule(s Schedule, seed int64, target Target, brokers, voters []int
 		}
 		if st.Kind == FaultPoints {
 			p := st.Point
-			r.FaultPoint = &PointRecord{Point: string(p.Point), Action: string(p.Action), Probability: p.Probability, Max: p.Max, For: history.Duration(p.For), After: history.Duration(p.After)}
+			r.FaultPoint = &PointRecord{Point: string(p.Point), Action: string(p.Action), Probability: p.Probability, Max: p.Max, For: history.Duration(p.For), After: history.Duration(p.After), Aim: string(p.Aim)}
 		}
 		f.Steps = append(f.Steps, r)
 	}
@@ -142,7 +143,7 @@ func (f *ScheduleFile) Schedule() (Schedule, error) {
 			if p == nil {
 				return nil, fmt.Errorf("schedule step %d: a fault-points step without its fault_point", i)
 			}
-			st.Point = PointArm{Point: faultpoint.Point(p.Point), Action: faultpoint.Action(p.Action), Probability: p.Probability, Max: p.Max, For: time.Duration(p.For), After: time.Duration(p.After)}
+			st.Point = PointArm{Point: faultpoint.Point(p.Point), Action: faultpoint.Action(p.Action), Probability: p.Probability, Max: p.Max, For: time.Duration(p.For), After: time.Duration(p.After), Aim: faultpoint.Aim(p.Aim)}
 			if err := st.Point.Check(); err != nil {
 				return nil, fmt.Errorf("schedule step %d: %w", i, err)
 			}

@@ -47,3 +47,14 @@ func PointActions(r Runtime) []faultpoint.Action {
 	}
 	return nil
 }
+
+// PointAims are the aims runtime r carries out: AimAbout needs every
+// node's points in one registry (the simulation holds every broker in its
+// process); a runtime of broker processes sees in each only that broker's
+// hits, so it carries out AimHit alone.
+func PointAims(r Runtime) []faultpoint.Aim {
+	if pa, ok := r.(interface{ PointAims() []faultpoint.Aim }); ok {
+		return pa.PointAims()
+	}
+	return []faultpoint.Aim{faultpoint.AimHit}
+}

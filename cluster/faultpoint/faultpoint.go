@@ -184,6 +184,27 @@ const (
 // Actions lists every action.
 var Actions = []Action{Crash, Pause, Cut, Hold}
 
+// Aim is which node an armed point acts on.
+type Aim string
+
+const (
+	// AimHit (the default, ""): the node that reached the point acts (the
+	// leader that applied an ISR expansion crashes).
+	AimHit Aim = "hit"
+	// AimAbout: the node the step is about acts (Attrs.Broker: the follower
+	// an ISR change added or dropped, the follower whose fetch moved the
+	// HW, the broker the controller registered or fenced); a point that
+	// names no such node is about the node that reached it (leader-elected:
+	// the new leader). An arm on node N with AimAbout fires at the hits
+	// about N, wherever they happen, so it needs every node's points in one
+	// registry: the simulation's process; a broker process sees only its
+	// own hits (runtime.PointAims).
+	AimAbout Aim = "about"
+)
+
+// Aims lists every aim.
+var Aims = []Aim{AimHit, AimAbout}
+
 // Known reports whether p is a point of the registry.
 func Known(p Point) bool { return slices.Contains(Points, p) }
 
@@ -207,6 +228,8 @@ type Arm struct {
 	// later on its own (a crash a fraction of a round trip after the step,
 	// once what the step sent has left).
 	AfterMs int64 `json:"after_ms,omitempty"`
+	// Aim is which node acts ("": AimHit).
+	Aim Aim `json:"aim,omitempty"`
 }
 
 // For is the action's duration.
@@ -219,6 +242,9 @@ func (a Arm) Check() error {
 	}
 	if !slices.Contains(Actions, a.Action) {
 		return fmt.Errorf("fault point %s: action %q unknown (crash, pause, cut, hold)", a.Point, a.Action)
+	}
+	if a.Aim != "" && !slices.Contains(Aims, a.Aim) {
+		return fmt.Errorf("fault point %s: aim %q unknown (hit, about)", a.Point, a.Aim)
 	}
 	if a.Probability < 0 || a.Probability > 1 || a.Max < 0 || a.ForMs < 0 || a.AfterMs < 0 {
 		return fmt.Errorf("fault point %s: probability %v, max %d, for %d ms: want 0..1 and >= 0", a.Point, a.Probability, a.Max, a.ForMs)
@@ -238,8 +264,18 @@ type Attrs struct {
 	Partition int32
 	Group     string
 	Txn       string
-	// Broker is the broker a controller step was about (a registration).
+	// Broker is the broker the step is about, 0 for none: the broker a
+	// controller step registered or fenced, the follower an ISR change
+	// added or dropped, the follower whose fetch moved the HW (AimAbout).
 	Broker int32
+}
+
+// about is the node a hit is about: Broker, or else the node that hit it.
+func (a Attrs) about() int32 {
+	if a.Broker != 0 {
+		return a.Broker
+	}
+	return a.Node
 }
 
 // Firing is one fired point, as the firings file holds it (a JSON line).
@@ -258,6 +294,9 @@ type Firing struct {
 	ForMs     int64  `json:"for_ms,omitempty"`
 	// N numbers the arming's firings from 1.
 	N int `json:"n"`
+	// HitBy is the node that reached the point when another one, Node,
+	// acted (AimAbout); 0 when they are the same.
+	HitBy int32 `json:"hit_by,omitempty"`
 }
 
 // Key is the firing's topic partition as the history writes keys, "" for none.
@@ -272,10 +311,14 @@ func (f Firing) Key() string {
 // broker process does not return from it (os.Exit); a runtime holding
 // brokers in its own process (the simulation) returns once the broker is
 // stopping, its connections closed. Cut drops the node's peer links for d;
-// Record stores a firing before its action runs.
+// Pause, if set, carries out pause and hold without blocking the hitting
+// goroutine (the simulation freezes the node for d, as SIGSTOP does); unset,
+// the hitting goroutine sleeps for d. Record stores a firing before its
+// action runs.
 type Handlers struct {
 	Crash  func()
 	Cut    func(d time.Duration)
+	Pause  func(d time.Duration)
 	Record func(Firing) error
 }
 
@@ -313,7 +356,11 @@ func Hit(p Point, a Attrs) {
 
 func (t table) hit(p Point, a Attrs) {
 	for _, x := range t[p] {
-		if a.Node != 0 && x.node != 0 && a.Node != x.node {
+		at := a.Node
+		if x.Aim == AimAbout {
+			at = a.about()
+		}
+		if at != 0 && x.node != 0 && at != x.node {
 			continue
 		}
 		if f, ok := x.fire(a); ok {
@@ -336,12 +383,19 @@ func (x *armed) fire(a Attrs) (Firing, bool) {
 		return Firing{}, false
 	}
 	x.n++
-	node := a.Node
+	node, by := a.Node, int32(0)
+	if x.Aim == AimAbout {
+		node = a.about()
+	}
 	if node == 0 {
 		node = x.node
 	}
+	if a.Node != 0 && a.Node != node {
+		by = a.Node
+	}
 	return Firing{Time: time.Now().UnixNano(), ID: x.ID, Point: x.Point, Action: x.Action, Node: node,
-		Topic: a.Topic, Partition: a.Partition, Group: a.Group, Txn: a.Txn, Broker: a.Broker, ForMs: x.ForMs, N: x.n}, true
+		Topic: a.Topic, Partition: a.Partition, Group: a.Group, Txn: a.Txn, Broker: a.Broker, ForMs: x.ForMs, N: x.n,
+		HitBy: by}, true
 }
 
 func (x *armed) act(f Firing) {
@@ -365,6 +419,10 @@ func (x *armed) do() {
 			x.h.Crash()
 		}
 	case Pause, Hold:
+		if x.h.Pause != nil {
+			x.h.Pause(x.For())
+			return
+		}
 		time.Sleep(x.For())
 	case Cut:
 		if x.h.Cut != nil {

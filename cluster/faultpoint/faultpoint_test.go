@@ -185,3 +185,58 @@ func TestEveryPointHasAScope(t *testing.T) {
 		t.Fatalf("scopes cover %d of %d points: give every point a scope (%v)", len(all), len(Points), all)
 	}
 }
+
+// An arm aimed at the node a step is about fires on that node, at hits made
+// by another (the leader applying the expansion of follower 3), with the
+// hitter kept in the firing; an arm aimed at the hitter does not.
+func TestAimAboutActsOnTheNodeTheHitIsAbout(t *testing.T) {
+	var mu sync.Mutex
+	var got []Firing
+	crashed := map[int32]int{}
+	for _, id := range []int32{1, 2, 3} {
+		Install(id, Handlers{
+			Crash:  func() { mu.Lock(); crashed[id]++; mu.Unlock() },
+			Record: func(f Firing) error { mu.Lock(); got = append(got, f); mu.Unlock(); return nil }})
+		defer Uninstall(id)
+	}
+	if err := Set(3, []Arm{{ID: "about", Point: ISRExpandApplied, Action: Crash, Max: 5, Aim: AimAbout}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := Set(2, []Arm{{ID: "hit", Point: ISRExpandApplied, Action: Crash, Max: 5}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	Hit(ISRExpandApplied, Attrs{Node: 1, Topic: "t", Partition: 0, Broker: 3}) // about 3: node 3 acts
+	Hit(ISRExpandApplied, Attrs{Node: 1, Topic: "t", Partition: 0, Broker: 2}) // about 2: 2's arm is aimed at its own hits
+	Hit(ISRExpandApplied, Attrs{Node: 3, Topic: "t", Partition: 1})            // about nobody: about the hitter, 3
+	mu.Lock()
+	defer mu.Unlock()
+	if crashed[3] != 2 || crashed[1] != 0 || crashed[2] != 0 || len(got) != 2 {
+		t.Fatalf("crashes %v, firings %+v: want node 3 twice", crashed, got)
+	}
+	if f := got[0]; f.Node != 3 || f.HitBy != 1 || f.Broker != 3 || f.ID != "about" {
+		t.Fatalf("firing %+v: want node 3 hit by 1", f)
+	}
+	if f := got[1]; f.Node != 3 || f.HitBy != 0 {
+		t.Fatalf("firing %+v: want node 3's own hit", f)
+	}
+	if (Arm{ID: "x", Point: HWAdvanced, Action: Crash, Aim: "elsewhere"}).Check() == nil {
+		t.Fatal("an unknown aim passed the check")
+	}
+}
+
+// A node with a Pause handler (the simulation's freeze) carries out pause
+// and hold through it, and the hitting goroutine returns.
+func TestPauseHandlerCarriesOutPauseAndHold(t *testing.T) {
+	var paused []time.Duration
+	Install(1, Handlers{Pause: func(d time.Duration) { paused = append(paused, d) }})
+	defer Uninstall(1)
+	if err := Set(1, []Arm{{ID: "p", Point: HWAdvanced, Action: Pause, ForMs: 60000},
+		{ID: "h", Point: LeaderElected, Action: Hold, ForMs: 30000}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	Hit(HWAdvanced, Attrs{Node: 1})    // a minute's sleep here would time the test out
+	Hit(LeaderElected, Attrs{Node: 1}) // as would half a minute here
+	if len(paused) != 2 || paused[0] != time.Minute || paused[1] != 30*time.Second {
+		t.Fatalf("pauses %v: want 1m and 30s through the handler", paused)
+	}
+}

@@ -165,8 +165,10 @@ func (p *Partition) requestISR(newISR []int32) func() {
 			defer cancel()
 			alter(ctx, st, newISR)
 		}()
-		if len(newISR) > len(st.ISR) {
-			faultpoint.Hit(faultpoint.ISRExpandRequested, faultpoint.Attrs{Node: p.cfg.NodeID, Topic: p.Topic, Partition: p.Index})
+		for _, r := range newISR {
+			if !meta.Contains(st.ISR, r) { // the follower asked for (AimAbout)
+				faultpoint.Hit(faultpoint.ISRExpandRequested, faultpoint.Attrs{Node: p.cfg.NodeID, Topic: p.Topic, Partition: p.Index, Broker: r})
+			}
 		}
 	}
 }

@@ -246,11 +246,8 @@ func (p *Partition) Update(st meta.Partition, minISR int) {
 			s.ISRExpands.Add(1)
 		}
 	}
-	if st.Leader == me && old.Leader == me && st.LeaderEpoch == old.LeaderEpoch && len(st.ISR) > len(old.ISR) {
-		p.hit(faultpoint.ISRExpandApplied)
-	}
-	if st.Leader == me && old.Leader == me && st.LeaderEpoch == old.LeaderEpoch && len(st.ISR) < len(old.ISR) {
-		p.hit(faultpoint.ISRShrinkApplied)
+	if st.Leader == me && old.Leader == me && st.LeaderEpoch == old.LeaderEpoch {
+		p.hitISRChange(old.ISR, st.ISR)
 	}
 	switch {
 	case st.Leader == me && (old.Leader != me || st.LeaderEpoch != old.LeaderEpoch):
@@ -308,8 +305,29 @@ func (p *Partition) becomeLeader() {
 }
 
 // hit is the fault point pt reached on this replica (cluster/faultpoint).
-func (p *Partition) hit(pt faultpoint.Point) {
-	faultpoint.Hit(pt, faultpoint.Attrs{Node: p.cfg.NodeID, Topic: p.Topic, Partition: p.Index})
+func (p *Partition) hit(pt faultpoint.Point) { p.hitAbout(pt, 0) }
+
+// hitAbout is the fault point pt reached on this replica about broker
+// about (faultpoint.Attrs.Broker; 0: none).
+func (p *Partition) hitAbout(pt faultpoint.Point, about int32) {
+	faultpoint.Hit(pt, faultpoint.Attrs{Node: p.cfg.NodeID, Topic: p.Topic, Partition: p.Index, Broker: about})
+}
+
+// hitISRChange is the leader applying a published ISR change from was to
+// isr: isr-expand-applied about each follower it added, isr-shrink-applied
+// about each one it dropped (an expansion adds one follower at a time:
+// requestISR). Caller holds mu.
+func (p *Partition) hitISRChange(was, isr []int32) {
+	for _, r := range isr {
+		if !meta.Contains(was, r) {
+			p.hitAbout(faultpoint.ISRExpandApplied, r)
+		}
+	}
+	for _, r := range was {
+		if !meta.Contains(isr, r) {
+			p.hitAbout(faultpoint.ISRShrinkApplied, r)
+		}
+	}
 }
 
 // MinISR is the topic's min.insync.replicas as last published.
@@ -359,7 +377,7 @@ func (p *Partition) effectiveISR() []int32 {
 // and is the leader.
 func (p *Partition) maybeAdvanceHW() {
 	leo := p.log.LEO()
-	newHW := leo
+	newHW, bound, boundLEO := leo, int32(0), int64(0)
 	if !p.cfg.Bugs.HWPastLaggingISR {
 		for _, r := range p.effectiveISR() {
 			if r == p.cfg.NodeID {
@@ -371,6 +389,9 @@ func (p *Partition) maybeAdvanceHW() {
 				continue
 			}
 			newHW = min(newHW, f.leo)
+			if bound == 0 || f.leo < boundLEO {
+				bound, boundLEO = r, f.leo
+			}
 		}
 	}
 	newHW = p.waitForJoiners(newHW, leo)
@@ -378,7 +399,7 @@ func (p *Partition) maybeAdvanceHW() {
 		p.hw = newHW
 		p.checkInvariants()
 		p.wake()
-		p.hit(faultpoint.HWAdvanced)
+		p.hitAbout(faultpoint.HWAdvanced, bound) // about the slowest ISR follower, whose fetch moved it
 	}
 }
 

@@ -56,6 +56,8 @@ func registerRun(fl *pflag.FlagSet, cfg *harness.Config) {
 	fl.StringSliceVar(&cfg.FaultPoints, "fault-points", def.FaultPoints, "fault-points nemesis: the points to draw from (default all): "+pointList())
 	fl.StringVar(&cfg.PointTarget, "fault-point-target", def.PointTarget, "fault-points nemesis: whom a step arms (default: --nemesis-target); all lets a point fire on whichever broker reaches it")
 	fl.DurationVar(&cfg.PointAfter, "fault-point-after", def.PointAfter, "fault-points nemesis: run the action this long after the hit, the hitting step going on (e.g. a crash once the step's request has left)")
+	fl.StringVar(&cfg.PointSpan, "fault-point-span", def.PointSpan, "fault-points nemesis: how long a step keeps its point armed: phase (default: to the end of the fault phase, at probability 1, 0.3, 0.1 or 0.01 a hit, at most 1-3 firings) | hold (its drawn hold, at probability 1, 1/2 or 1/4)")
+	fl.StringSliceVar(&cfg.PointAims, "fault-point-aim", def.PointAims, "fault-points nemesis: the aims to draw from (default hit): hit (the node that reached the point acts) | about (the node the step is about acts: the follower an ISR change added or dropped, the follower whose fetch moved the HW, the broker registered or fenced; --runtime sim only)")
 	fl.StringSliceVar(&cfg.PointActions, "fault-point-actions", def.PointActions, "fault-points nemesis: the actions to draw from (default crash, pause, cut): crash | pause | cut | hold")
 	fl.DurationVar(&cfg.SlowDelay, "slow-delay", def.SlowDelay, "slow nemesis: delay on the node's links (above --replica-lag-max to shrink the ISR)")
 	fl.Float64Var(&cfg.SlowLoss, "slow-loss", def.SlowLoss, "slow nemesis: packet loss percent")

@@ -437,8 +437,7 @@ func (s *syncBuffer) String() string {
 // The sim arms fault points directly: a crash at hw-advanced, armed on
 // every broker, fires (a fault-point-fired operation naming the node and
 // the partition), takes that node down and the harness starts it again
-// (fault-point-restart, no error); the correct cluster stays valid. A pause
-// is refused before anything starts, naming why.
+// (fault-point-restart, no error); the correct cluster stays valid.
 func TestRunRuntimeSimFaultPoints(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds gregor-sim")
@@ -482,13 +481,39 @@ func TestRunRuntimeSimFaultPoints(t *testing.T) {
 		t.Fatalf("%d firings, %d restarts: want some, one restart per crash", fired, restarted)
 	}
 
+	// A pause aimed at the node the hit is about: hw-advanced is about the
+	// slowest ISR follower, which the sim freezes (its pause) while the
+	// leader that reached the point goes on; the firing names both.
 	root = newRoot()
 	out.Reset()
+	errOut.Reset()
 	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs([]string{"run", "--runtime", "sim", "--nemesis", "fault-points", "--fault-point-actions", "pause", "--store", t.TempDir()})
-	err = root.Execute()
-	if ee, ok := errors.AsType[*exitError](err); !ok || ee.code != checkBadInput || !strings.Contains(err.Error(), "carries out only the crash and cut") {
-		t.Fatalf("a pause at a point on the sim: %v, want exit 2 naming why\n%s", err, out.String())
+	root.SetErr(&errOut)
+	store = t.TempDir()
+	root.SetArgs([]string{"run", "--runtime", "sim", "--min-isr", "2", "--nemesis", "fault-points", "--fault-points", "hw-advanced",
+		"--fault-point-actions", "pause", "--fault-point-aim", "about", "--fault-point-target", "all", "--nemesis-interval", "2s",
+		"--nemesis-duration", "3s", "--time-limit", "10s", "--seed", "4", "--store", store})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("gregor run --runtime sim with an aimed pause: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	if rd, err = history.LatestRun(filepath.Join(store, "queue")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(rd.History()); err != nil {
+		t.Fatal(err)
+	}
+	aimed := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, `"f":"`+history.VerbFaultPointFired+`"`) {
+			if !strings.Contains(line, `"action":"pause"`) || !strings.Contains(line, `"aim":"about"`) {
+				t.Errorf("a firing without its action or aim: %s", line)
+			}
+			if strings.Contains(line, `"hit_by":`) {
+				aimed++
+			}
+		}
+	}
+	if aimed == 0 {
+		t.Fatal("no pause fired on a follower at its leader's hw-advanced")
 	}
 }

@@ -22,14 +22,20 @@ func (Runtime) FaultPoints() bool { return true }
 // holding a sync.Mutex (a partition's), and a goroutine blocked on a
 // sync.Mutex is not durably blocked, so virtual time would stop: nothing
 // may block at the point. A crash and a cut act at once and return (the
-// cut lifted later on a goroutine of its own); pause and hold, which are
-// the hitting goroutine blocking, are refused (as the pause nemesis is).
+// cut lifted later on a goroutine of its own); a pause or hold freezes the
+// whole node from the point for its duration (the sim's pause, SIGSTOP's
+// model: Cluster.Pause), on a goroutine of its own, where the process
+// runtime stalls only the goroutine that hit the point, with its lock.
 func (Runtime) PointActions() []faultpoint.Action {
-	return []faultpoint.Action{faultpoint.Crash, faultpoint.Cut}
+	return []faultpoint.Action{faultpoint.Crash, faultpoint.Pause, faultpoint.Cut, faultpoint.Hold}
 }
 
-// PointActionRefusal says why the sim refuses pause and hold.
-const PointActionRefusal = "--runtime sim carries out only the crash and cut actions of fault points: a pause or hold blocks the goroutine at the point, which often holds a sync.Mutex, and virtual time stops while a goroutine waits on one; use --runtime process for pause and hold"
+// PointAims are the aims the sim carries out: every one, since every
+// broker's points are in this process's registry.
+func (Runtime) PointAims() []faultpoint.Aim { return faultpoint.Aims }
+
+// PointActionRefusal says why the sim refuses an action.
+const PointActionRefusal = "--runtime sim carries out the crash, cut, pause and hold actions of fault points"
 
 // points are the sim's fault-point control channel: per node, the arms in
 // force (kept across the node's restarts, as the process runtime's control
@@ -99,6 +105,11 @@ func (s *simCluster) installPoints(id int32, b *cluster.Broker) {
 				b.FaultCutAsync(d)
 			}
 		},
+		Pause: func(d time.Duration) {
+			if !dying.Load() {
+				go s.pointPause(id, b, d)
+			}
+		},
 		Record: func(f faultpoint.Firing) error {
 			if dying.Load() || f.Action == faultpoint.Crash && !dying.CompareAndSwap(false, true) {
 				return errCrashing
@@ -153,4 +164,25 @@ func (s *simCluster) pointCrash(id int32, b *cluster.Broker) {
 		s.uninstallPoints(id)
 		_ = s.c.Kill(id)
 	}()
+}
+
+// pointPause is a fault point's pause or hold in the sim: node id's broker
+// b frozen for d (Cluster.Pause), on a goroutine of its own (the hitting
+// one may hold a sync.Mutex: see PointActions). A node already frozen (a
+// pause nemesis in force) is left to that pause; one killed or restarted
+// meanwhile is not thawed by this one's end.
+func (s *simCluster) pointPause(id int32, b *cluster.Broker, d time.Duration) {
+	same := func() bool { return !s.closed && s.c.Broker(id) == b }
+	s.mu.Lock()
+	if !same() || s.c.Paused(id) || s.c.Pause(id) != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	time.Sleep(d)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if same() {
+		s.c.Resume(id)
+	}
 }
