@@ -13,7 +13,6 @@ import (
 	"gregor/history"
 	"gregor/nemesis"
 	"gregor/runtime"
-	"gregor/runtime/docker"
 )
 
 // lockedBuffer is a history sink the test reads while the runner writes.
@@ -42,20 +41,7 @@ func TestFaultPointCrashAfterISRExpansion(t *testing.T) {
 // into the container, the firings file copied out, the crashed container
 // started again.
 func TestFaultPointCrashAfterISRExpansionDocker(t *testing.T) {
-	needDocker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	spec := testSpec(fmt.Sprintf("dkpoints-%d", time.Now().UnixNano()%100000), 3, 2)
-	c, err := docker.New(docker.Options{}).Start(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c.Close(ctx)
-	})
-	effectEnvOn(t, c).crashAfterISRExpansion(t)
+	dockerEffectEnv(t, "dkpoints").crashAfterISRExpansion(t)
 }
 
 func (e *effectEnv) crashAfterISRExpansion(t *testing.T) {

@@ -178,20 +178,7 @@ func TestLinkFaultEffects(t *testing.T) {
 // The same effects on the docker runtime: the clients run in the harness
 // process and reach the containers by the addresses the brokers advertise.
 func TestLinkFaultEffectsDocker(t *testing.T) {
-	needDocker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	spec := testSpec(fmt.Sprintf("dklinks-%d", time.Now().UnixNano()%100000), 3, 2)
-	c, err := docker.New(docker.Options{}).Start(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c.Close(ctx)
-	})
-	linkEnvOn(effectEnvOn(t, c)).effects(t)
+	linkEnvOn(dockerEffectEnv(t, "dklinks")).effects(t)
 }
 
 func (l *linkEnv) effects(t *testing.T) {
@@ -435,4 +422,23 @@ func TestLinkFaultSettings(t *testing.T) {
 	if q := c.queueConfig(nil); q.Validate() != nil {
 		t.Fatalf("short delivery timeout: %v", q.Validate())
 	}
+}
+
+// dockerEffectEnv is effectEnv on 3 docker nodes (min ISR 2) named
+// after name, removed when the test ends; skipped without docker.
+func dockerEffectEnv(t *testing.T, name string) *effectEnv {
+	needDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	spec := testSpec(fmt.Sprintf("%s-%d", name, time.Now().UnixNano()%100000), 3, 2)
+	c, err := docker.New(docker.Options{}).Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c.Close(ctx)
+	})
+	return effectEnvOn(t, c)
 }

@@ -10,7 +10,6 @@ import (
 	"gregor/cluster/nodefault"
 	"gregor/internal/fsys"
 	"gregor/runtime"
-	"gregor/runtime/docker"
 )
 
 // A disk fault armed through a runtime's control channel (the process
@@ -24,20 +23,7 @@ func TestDiskFaultHaltsTheLeader(t *testing.T) {
 }
 
 func TestDiskFaultHaltsTheLeaderDocker(t *testing.T) {
-	needDocker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	spec := testSpec(fmt.Sprintf("dkdisk-%d", time.Now().UnixNano()%100000), 3, 2)
-	c, err := docker.New(docker.Options{}).Start(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c.Close(ctx)
-	})
-	effectEnvOn(t, c).diskFaultHaltsLeader(t)
+	dockerEffectEnv(t, "dkdisk").diskFaultHaltsLeader(t)
 }
 
 func (e *effectEnv) diskFaultHaltsLeader(t *testing.T) {
