@@ -187,3 +187,20 @@ func (s *Server) checkRequest(hdr header, req kmsg.Request) (reply, bool) {
 	}
 	return now(resp), true
 }
+
+// authorizedGroups splits groups into those the principal may do op on
+// and those it may not, as AuthHelper.partitionSeqByAuthorized: the denied
+// ones are answered GROUP_AUTHORIZATION_FAILED, the rest go on.
+func (s *Server) authorizedGroups(hdr header, op kmsg.ACLOperation, groups []string) (allowed, denied []string) {
+	if s.opts.Authz == nil {
+		return groups, nil
+	}
+	for _, g := range groups {
+		if s.groupAuthorized(hdr, op, g) {
+			allowed = append(allowed, g)
+		} else {
+			denied = append(denied, g)
+		}
+	}
+	return allowed, denied
+}
