@@ -76,3 +76,97 @@ func TestACLsGuardTheGroupAPIs(t *testing.T) {
 		t.Errorf("bob's DeleteGroups with DESCRIBE only: %+v %v, want GROUP_AUTHORIZATION_FAILED", r, err)
 	}
 }
+
+// The admin APIs as KafkaApis and ControllerApis check them: bob, without
+// any ACL, is refused DescribeConfigs, AlterConfigs and
+// IncrementalAlterConfigs on a topic (TOPIC_AUTHORIZATION_FAILED) and on a
+// broker (CLUSTER_AUTHORIZATION_FAILED), CreatePartitions and
+// DeleteRecords (TOPIC_AUTHORIZATION_FAILED) and AlterUserScramCredentials
+// (CLUSTER_AUTHORIZATION_FAILED); the admin's same requests go through.
+func TestACLsGuardTheAdminAPIs(t *testing.T) {
+	tc, adm, users := aclCluster(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	leader := tc.leader("orders", 0)
+	if leader < 0 {
+		t.Fatal("no leader")
+	}
+	bobCl := tc.client(users["bob"])
+	bob := bobCl.Broker(int(leader))
+	broker := fmt.Sprint(leader)
+	want := func(what string, got, want int16) {
+		t.Helper()
+		if got != want {
+			t.Errorf("bob's %s: %v, want %v", what, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
+	}
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	for _, r := range []struct {
+		rt   kmsg.ConfigResourceType
+		name string
+	}{{kmsg.ConfigResourceTypeTopic, "orders"}, {kmsg.ConfigResourceTypeBroker, broker}} {
+		dr := kmsg.NewDescribeConfigsRequestResource()
+		dr.ResourceType, dr.ResourceName = r.rt, r.name
+		dc.Resources = append(dc.Resources, dr)
+	}
+	if r, err := dc.RequestWith(ctx, bob); err != nil || len(r.Resources) != 2 {
+		t.Errorf("bob's DescribeConfigs: %+v %v", r, err)
+	} else {
+		want("DescribeConfigs of a topic", r.Resources[0].ErrorCode, kerr.TopicAuthorizationFailed.Code)
+		want("DescribeConfigs of a broker", r.Resources[1].ErrorCode, kerr.ClusterAuthorizationFailed.Code)
+	}
+	ac := kmsg.NewPtrAlterConfigsRequest()
+	ar := kmsg.NewAlterConfigsRequestResource()
+	ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeTopic, "orders"
+	ac.Resources = append(ac.Resources, ar)
+	if r, err := ac.RequestWith(ctx, bob); err != nil || len(r.Resources) != 1 {
+		t.Errorf("bob's AlterConfigs: %+v %v", r, err)
+	} else {
+		want("AlterConfigs of a topic", r.Resources[0].ErrorCode, kerr.TopicAuthorizationFailed.Code)
+	}
+	iac := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeBroker, broker
+	iac.Resources = append(iac.Resources, ir)
+	if r, err := iac.RequestWith(ctx, bob); err != nil || len(r.Resources) != 1 {
+		t.Errorf("bob's IncrementalAlterConfigs: %+v %v", r, err)
+	} else {
+		want("IncrementalAlterConfigs of a broker", r.Resources[0].ErrorCode, kerr.ClusterAuthorizationFailed.Code)
+	}
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.TimeoutMillis = 10000
+	cpt := kmsg.NewCreatePartitionsRequestTopic()
+	cpt.Topic, cpt.Count = "orders", 2
+	cp.Topics = append(cp.Topics, cpt)
+	if r, err := cp.RequestWith(ctx, bob); err != nil || len(r.Topics) != 1 {
+		t.Errorf("bob's CreatePartitions: %+v %v", r, err)
+	} else {
+		want("CreatePartitions", r.Topics[0].ErrorCode, kerr.TopicAuthorizationFailed.Code)
+	}
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	dr.TimeoutMillis = 10000
+	drt := kmsg.NewDeleteRecordsRequestTopic()
+	drt.Topic = "orders"
+	drt.Partitions = append(drt.Partitions, kmsg.DeleteRecordsRequestTopicPartition{Partition: 0, Offset: -1})
+	dr.Topics = append(dr.Topics, drt)
+	if r, err := dr.RequestWith(ctx, bob); err != nil || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		t.Errorf("bob's DeleteRecords: %+v %v", r, err)
+	} else {
+		want("DeleteRecords", r.Topics[0].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed.Code)
+	}
+	up := kadm.UpsertSCRAM{User: "mallory", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "m-pw"}
+	res, err := kadm.NewClient(bobCl).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{up})
+	if err == nil {
+		err = res.Error() // kadm answers a refused user's result as the call's error
+	}
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("bob's AlterUserScramCredentials: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	// The admin's: forwarded and applied.
+	if r, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: kmsg.StringPtr("600000")}}, "orders"); err != nil || r[0].Err != nil {
+		t.Errorf("the admin's IncrementalAlterConfigs: %+v %v", r, err)
+	}
+	if r, err := adm.CreatePartitions(ctx, 1, "orders"); err != nil || r["orders"].Err != nil {
+		t.Errorf("the admin's CreatePartitions: %+v %v", r, err)
+	}
+}
