@@ -9,7 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // The group APIs as KafkaApis checks them: bob, without any ACL, is
@@ -169,4 +171,92 @@ func TestACLsGuardTheAdminAPIs(t *testing.T) {
 	if r, err := adm.CreatePartitions(ctx, 1, "orders"); err != nil || r["orders"].Err != nil {
 		t.Errorf("the admin's CreatePartitions: %+v %v", r, err)
 	}
+}
+
+// The transaction and share APIs as KafkaApis checks them: bob, without
+// any ACL, is refused AddPartitionsToTxn and TxnOffsetCommit on his
+// TransactionalId (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); with WRITE on
+// it, on the topic (TOPIC_AUTHORIZATION_FAILED) and the group
+// (GROUP_AUTHORIZATION_FAILED); WriteTxnMarkers needs CLUSTER_ACTION and
+// ShareFetch and ShareAcknowledge READ on the group.
+func TestACLsGuardTheTxnAndShareAPIs(t *testing.T) {
+	tc, adm, users := aclCluster(t, func(c *Config) { c.Groups.ShareProtocol = true })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	leader := tc.leader("orders", 0)
+	if leader < 0 {
+		t.Fatal("no leader")
+	}
+	bob := tc.client(users["bob"]).Broker(int(leader))
+	// A client's AddPartitionsToTxn is v3 at most (v4+ is a leader's, KIP-890).
+	bobV3 := tc.client(users["bob"], kgo.MaxVersions(kversion.V3_5_0())).Broker(int(leader))
+	addParts := func() int16 {
+		t.Helper()
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 3
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = "tx1", 1, 0
+		req.Topics = append(req.Topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: "orders", Partitions: []int32{0}})
+		r, err := req.RequestWith(ctx, bobV3)
+		if err != nil || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			t.Fatalf("bob's AddPartitionsToTxn: %+v %v", r, err)
+		}
+		return r.Topics[0].Partitions[0].ErrorCode
+	}
+	commit := func() int16 {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "tx1", "g", 1, 0, -1
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "orders"
+		rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitRequestTopicPartition{Partition: 0, Offset: 0, LeaderEpoch: -1})
+		req.Topics = append(req.Topics, rt)
+		r, err := req.RequestWith(ctx, bob)
+		if err != nil || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			t.Fatalf("bob's TxnOffsetCommit: %+v %v", r, err)
+		}
+		return r.Topics[0].Partitions[0].ErrorCode
+	}
+	want := func(what string, got, want int16) {
+		t.Helper()
+		if got != want {
+			t.Errorf("bob's %s: %v, want %v", what, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
+	}
+	want("AddPartitionsToTxn", addParts(), kerr.TransactionalIDAuthorizationFailed.Code)
+	want("TxnOffsetCommit", commit(), kerr.TransactionalIDAuthorizationFailed.Code)
+	wm := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.Committed = 1, true
+	m.Topics = append(m.Topics, kmsg.WriteTxnMarkersRequestMarkerTopic{Topic: "orders", Partitions: []int32{0}})
+	wm.Markers = append(wm.Markers, m)
+	if r, err := wm.RequestWith(ctx, bob); err != nil || len(r.Markers) != 1 || len(r.Markers[0].Topics) != 1 {
+		t.Errorf("bob's WriteTxnMarkers: %+v %v", r, err)
+	} else {
+		want("WriteTxnMarkers", r.Markers[0].Topics[0].Partitions[0].ErrorCode, kerr.ClusterAuthorizationFailed.Code)
+	}
+	sf := kmsg.NewPtrShareFetchRequest()
+	sf.GroupID, sf.MemberID, sf.MaxWaitMillis, sf.MaxBytes = kmsg.StringPtr("sg"), kmsg.StringPtr("m1"), 10, 1<<20
+	if r, err := sf.RequestWith(ctx, bob); err != nil {
+		t.Errorf("bob's ShareFetch: %v", err)
+	} else {
+		want("ShareFetch", r.ErrorCode, kerr.GroupAuthorizationFailed.Code)
+	}
+	sa := kmsg.NewPtrShareAcknowledgeRequest()
+	sa.GroupID, sa.MemberID = kmsg.StringPtr("sg"), kmsg.StringPtr("m1")
+	if r, err := sa.RequestWith(ctx, bob); err != nil {
+		t.Errorf("bob's ShareAcknowledge: %v", err)
+	} else {
+		want("ShareAcknowledge", r.ErrorCode, kerr.GroupAuthorizationFailed.Code)
+	}
+	txw := kadm.NewACLs().Allow("User:bob").AllowHosts("*").TransactionalIDs("tx1").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)
+	if _, err := adm.CreateACLs(ctx, txw); err != nil {
+		t.Fatal(err)
+	}
+	tc.waitFor("bob's WRITE on tx1 applied", 10*time.Second, func() error {
+		if c := addParts(); c != kerr.TopicAuthorizationFailed.Code {
+			return fmt.Errorf("AddPartitionsToTxn: %v, want TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(c))
+		}
+		return nil
+	})
+	want("TxnOffsetCommit with WRITE on tx1", commit(), kerr.GroupAuthorizationFailed.Code)
 }

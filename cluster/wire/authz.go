@@ -102,6 +102,12 @@ var requestChecks = map[int16]func(s *Server, hdr header, req kmsg.Request) int1
 	22: func(s *Server, hdr header, r kmsg.Request) int16 {
 		return s.initProducerIDCheck(hdr, r.(*kmsg.InitProducerIDRequest))
 	},
+	24: func(s *Server, hdr header, _ kmsg.Request) int16 {
+		if hdr.version < 4 {
+			return 0 // a client's: checked per transaction in the handler
+		}
+		return clusterCheck(kmsg.ACLOperationClusterAction)(s, hdr, nil) // a leader's (KIP-890)
+	},
 	25: func(s *Server, hdr header, r kmsg.Request) int16 {
 		req := r.(*kmsg.AddOffsetsToTxnRequest)
 		if c := s.txnIDCheck(hdr, req.TransactionalID); c != 0 {
@@ -120,6 +126,14 @@ var requestChecks = map[int16]func(s *Server, hdr header, req kmsg.Request) int1
 	},
 	76: func(s *Server, hdr header, r kmsg.Request) int16 {
 		return s.groupCheck(hdr, kmsg.ACLOperationRead, r.(*kmsg.ShareGroupHeartbeatRequest).GroupID)
+	},
+	// KIP-932's share reads: READ on the group (the topics' READ is not
+	// yet asked).
+	78: func(s *Server, hdr header, r kmsg.Request) int16 {
+		return s.groupCheck(hdr, kmsg.ACLOperationRead, deref(r.(*kmsg.ShareFetchRequest).GroupID))
+	},
+	79: func(s *Server, hdr header, r kmsg.Request) int16 {
+		return s.groupCheck(hdr, kmsg.ACLOperationRead, deref(r.(*kmsg.ShareAcknowledgeRequest).GroupID))
 	},
 	// The cluster's admin APIs: ALTER, or DESCRIBE to look.
 	35: clusterCheck(kmsg.ACLOperationDescribe),
@@ -203,4 +217,12 @@ func (s *Server) authorizedGroups(hdr header, op kmsg.ACLOperation, groups []str
 		}
 	}
 	return allowed, denied
+}
+
+// deref is a nullable string's value, "" for null.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
