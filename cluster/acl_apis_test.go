@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // The group APIs as KafkaApis checks them: bob, without any ACL, is
@@ -259,4 +260,49 @@ func TestACLsGuardTheTxnAndShareAPIs(t *testing.T) {
 		return nil
 	})
 	want("TxnOffsetCommit with WRITE on tx1", commit(), kerr.GroupAuthorizationFailed.Code)
+}
+
+// DescribeCluster is answered to every principal; the cluster's
+// authorized operations, when asked, are the ones the principal's ACLs
+// (or super user) allow: none for bob, DESCRIBE once granted, every
+// cluster operation for the admin.
+func TestACLsDescribeClusterAuthorizedOperations(t *testing.T) {
+	tc, adm, users := aclCluster(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ops := func(a kmsg.Requestor) (int32, error) {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.IncludeClusterAuthorizedOperations = true
+		r, err := req.RequestWith(ctx, a)
+		if err != nil {
+			return 0, err
+		}
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil || len(r.Brokers) == 0 {
+			return 0, fmt.Errorf("DescribeCluster: %v, %d brokers", err, len(r.Brokers))
+		}
+		return r.ClusterAuthorizedOperations, nil
+	}
+	bob := tc.client(users["bob"])
+	if got, err := ops(bob); err != nil || got != 0 {
+		t.Errorf("bob's cluster operations: %b %v, want none", got, err)
+	}
+	all := int32(0)
+	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
+		kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribe} {
+		all |= 1 << int8(op)
+	}
+	admin := tc.client(kgo.SASL(scram.Auth{User: testAdmin, Pass: testPassword}.AsSha512Mechanism()))
+	if got, err := ops(admin); err != nil || got != all {
+		t.Errorf("the admin's cluster operations: %b %v, want %b", got, err, all)
+	}
+	describe := kadm.NewACLs().Allow("User:bob").AllowHosts("*").Clusters().Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral)
+	if _, err := adm.CreateACLs(ctx, describe); err != nil {
+		t.Fatal(err)
+	}
+	tc.waitFor("bob's DESCRIBE on the cluster applied", 10*time.Second, func() error {
+		if got, err := ops(bob); err != nil || got != 1<<int8(kmsg.ACLOperationDescribe) {
+			return fmt.Errorf("bob's cluster operations %b (%v)", got, err)
+		}
+		return nil
+	})
 }

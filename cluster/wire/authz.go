@@ -226,3 +226,23 @@ func deref(p *string) string {
 	}
 	return *p
 }
+
+// clusterOperations are the operations an ACL may name on the cluster
+// (AclEntry.supportedOperations(CLUSTER)).
+var clusterOperations = []kmsg.ACLOperation{
+	kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
+	kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter,
+	kmsg.ACLOperationDescribe,
+}
+
+// clusterAuthorizedOperations is AuthHelper.authorizedOperations for the
+// cluster: bit 1<<code of each operation the principal may do on it.
+func (s *Server) clusterAuthorizedOperations(hdr header) int32 {
+	var bits int32
+	for _, op := range clusterOperations {
+		if s.clusterAuthorized(hdr, op) {
+			bits |= 1 << int8(op)
+		}
+	}
+	return bits
+}
