@@ -90,10 +90,7 @@ func TestACLsGuardTheAdminAPIs(t *testing.T) {
 	tc, adm, users := aclCluster(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	leader := tc.leader("orders", 0)
-	if leader < 0 {
-		t.Fatal("no leader")
-	}
+	leader := ordersLeader(tc)
 	bobCl := tc.client(users["bob"])
 	bob := bobCl.Broker(int(leader))
 	broker := fmt.Sprint(leader)
@@ -165,6 +162,22 @@ func TestACLsGuardTheAdminAPIs(t *testing.T) {
 	if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 		t.Errorf("bob's AlterUserScramCredentials: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
 	}
+	// Metadata by topic ID (v12+): the ID answered, the name withheld.
+	var topics kadm.TopicDetails
+	tc.waitFor("the admin describes orders", 10*time.Second, func() error {
+		topics, err = adm.ListTopics(ctx, "orders")
+		if err == nil {
+			err = topics["orders"].Err
+		}
+		return err
+	})
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = append(md.Topics, kmsg.MetadataRequestTopic{TopicID: topics["orders"].ID})
+	if r, err := md.RequestWith(ctx, bob); err != nil || len(r.Topics) != 1 {
+		t.Errorf("bob's Metadata by ID: %+v %v", r, err)
+	} else if mt := r.Topics[0]; mt.Topic != nil || mt.TopicID != topics["orders"].ID || mt.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("bob's Metadata by ID: name %v id %v %v, want a null name, the ID and TOPIC_AUTHORIZATION_FAILED", mt.Topic, mt.TopicID, kerr.ErrorForCode(mt.ErrorCode))
+	}
 	// The admin's: forwarded and applied.
 	if r, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: kmsg.StringPtr("600000")}}, "orders"); err != nil || r[0].Err != nil {
 		t.Errorf("the admin's IncrementalAlterConfigs: %+v %v", r, err)
@@ -184,10 +197,7 @@ func TestACLsGuardTheTxnAndShareAPIs(t *testing.T) {
 	tc, adm, users := aclCluster(t, func(c *Config) { c.Groups.ShareProtocol = true })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	leader := tc.leader("orders", 0)
-	if leader < 0 {
-		t.Fatal("no leader")
-	}
+	leader := ordersLeader(tc)
 	bob := tc.client(users["bob"]).Broker(int(leader))
 	// A client's AddPartitionsToTxn is v3 at most (v4+ is a leader's, KIP-890).
 	bobV3 := tc.client(users["bob"], kgo.MaxVersions(kversion.V3_5_0())).Broker(int(leader))
@@ -305,4 +315,17 @@ func TestACLsDescribeClusterAuthorizedOperations(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// ordersLeader waits for the leader of orders-0.
+func ordersLeader(tc *testCluster) int32 {
+	tc.t.Helper()
+	leader := int32(-1)
+	tc.waitFor("orders-0 has a leader", 10*time.Second, func() error {
+		if leader = tc.leader("orders", 0); leader < 0 {
+			return errors.New("no leader yet")
+		}
+		return nil
+	})
+	return leader
 }

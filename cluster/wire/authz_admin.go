@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"gregor/cluster/controller"
 )
 
 // configCheck is the check of a config resource (DESCRIBE_CONFIGS or
@@ -131,18 +133,5 @@ func handleAlterUserScramCredentials(s *Server, ctx context.Context, hdr header,
 	if s.clusterAuthorized(hdr, kmsg.ACLOperationAlter) {
 		return forwardToController(s, ctx, hdr, req)
 	}
-	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
-	var users []string
-	for _, d := range req.Deletions {
-		users = append(users, d.Name)
-	}
-	for _, u := range req.Upsertions {
-		users = append(users, u.Name)
-	}
-	for _, u := range users {
-		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
-		r.User, r.ErrorCode = u, kerr.ClusterAuthorizationFailed.Code
-		resp.Results = append(resp.Results, r)
-	}
-	return now(resp)
+	return now(controller.ErrorResponse(req, kerr.ClusterAuthorizationFailed.Code, ""))
 }
