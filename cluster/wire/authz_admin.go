@@ -51,6 +51,19 @@ func (s *Server) forwardThen(ctx context.Context, hdr header, req kmsg.Request, 
 	return r
 }
 
+// splitRefused keeps the items check lets through and answers the rest
+// with check's refusal.
+func splitRefused[T, R any](items []T, check func(T) (R, bool)) (kept []T, refused []R) {
+	for _, it := range items {
+		if r, no := check(it); no {
+			refused = append(refused, r)
+		} else {
+			kept = append(kept, it)
+		}
+	}
+	return kept, refused
+}
+
 // handleAlterConfigs: ALTER_CONFIGS on each resource
 // (ConfigAdminManager.authorizeResources).
 func handleAlterConfigs(s *Server, ctx context.Context, hdr header, kreq kmsg.Request) reply {
@@ -59,17 +72,13 @@ func handleAlterConfigs(s *Server, ctx context.Context, hdr header, kreq kmsg.Re
 		return forwardToController(s, ctx, hdr, req)
 	}
 	cp := *req
-	cp.Resources = nil
 	var denied []kmsg.AlterConfigsResponseResource
-	for _, r := range req.Resources {
-		if c := s.configCheck(hdr, kmsg.ACLOperationAlterConfigs, r.ResourceType, r.ResourceName); c != 0 {
-			rr := kmsg.NewAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.ResourceType, r.ResourceName, c
-			denied = append(denied, rr)
-			continue
-		}
-		cp.Resources = append(cp.Resources, r)
-	}
+	cp.Resources, denied = splitRefused(req.Resources, func(r kmsg.AlterConfigsRequestResource) (kmsg.AlterConfigsResponseResource, bool) {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		rr.ErrorCode = s.configCheck(hdr, kmsg.ACLOperationAlterConfigs, r.ResourceType, r.ResourceName)
+		return rr, rr.ErrorCode != 0
+	})
 	return s.forwardThen(ctx, hdr, &cp, len(cp.Resources) > 0, func(resp kmsg.Response) {
 		r := resp.(*kmsg.AlterConfigsResponse)
 		r.Resources = append(r.Resources, denied...)
@@ -83,17 +92,13 @@ func handleIncrementalAlterConfigs(s *Server, ctx context.Context, hdr header, k
 		return forwardToController(s, ctx, hdr, req)
 	}
 	cp := *req
-	cp.Resources = nil
 	var denied []kmsg.IncrementalAlterConfigsResponseResource
-	for _, r := range req.Resources {
-		if c := s.configCheck(hdr, kmsg.ACLOperationAlterConfigs, r.ResourceType, r.ResourceName); c != 0 {
-			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.ResourceType, r.ResourceName, c
-			denied = append(denied, rr)
-			continue
-		}
-		cp.Resources = append(cp.Resources, r)
-	}
+	cp.Resources, denied = splitRefused(req.Resources, func(r kmsg.IncrementalAlterConfigsRequestResource) (kmsg.IncrementalAlterConfigsResponseResource, bool) {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		rr.ErrorCode = s.configCheck(hdr, kmsg.ACLOperationAlterConfigs, r.ResourceType, r.ResourceName)
+		return rr, rr.ErrorCode != 0
+	})
 	return s.forwardThen(ctx, hdr, &cp, len(cp.Resources) > 0, func(resp kmsg.Response) {
 		r := resp.(*kmsg.IncrementalAlterConfigsResponse)
 		r.Resources = append(r.Resources, denied...)
@@ -108,17 +113,15 @@ func handleCreatePartitions(s *Server, ctx context.Context, hdr header, kreq kms
 		return forwardToController(s, ctx, hdr, req)
 	}
 	cp := *req
-	cp.Topics = nil
 	var denied []kmsg.CreatePartitionsResponseTopic
-	for _, t := range req.Topics {
+	cp.Topics, denied = splitRefused(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) (kmsg.CreatePartitionsResponseTopic, bool) {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
 		if !s.topicAuthorized(hdr, kmsg.ACLOperationAlter, t.Topic) {
-			rt := kmsg.NewCreatePartitionsResponseTopic()
-			rt.Topic, rt.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
-			denied = append(denied, rt)
-			continue
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		}
-		cp.Topics = append(cp.Topics, t)
-	}
+		return rt, rt.ErrorCode != 0
+	})
 	return s.forwardThen(ctx, hdr, &cp, len(cp.Topics) > 0, func(resp kmsg.Response) {
 		r := resp.(*kmsg.CreatePartitionsResponse)
 		r.Topics = append(r.Topics, denied...)

@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"gregor/history"
 	"gregor/internal/dialer"
@@ -134,43 +131,20 @@ func TestRunProcessSASLSSL(t *testing.T) {
 	})
 }
 
-// startSecureUp starts `gregor up` with TLS in another process, stopped
-// at the test's end, and waits for the CA and bootstrap it prints.
+// startSecureUp starts `gregor up` with TLS in another process (startUp)
+// and returns the CA and bootstrap it prints.
 func startSecureUp(t *testing.T, bin, name string, flags []string) (out *syncBuffer, ca, boot string) {
 	t.Helper()
-	out = &syncBuffer{}
-	cmd := exec.Command(bin, append(append([]string{"up", "--name", name, "--runtime", "process", "--nodes", "3"}, upArgs...), flags...)...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
 	caLine := regexp.MustCompile(`(?m)^tls ca: (\S+)$`)
 	bootLine := regexp.MustCompile(`(?m)^bootstrap: (\S+)$`)
-	deadline := time.After(60 * time.Second)
-	for {
-		if m := caLine.FindStringSubmatch(out.String()); m != nil {
-			return out, m[1], bootLine.FindStringSubmatch(out.String())[1]
+	out = startUp(t, bin, name, append(append([]string{}, upArgs...), flags...), "printed no tls ca", func(o string) bool {
+		if m := caLine.FindStringSubmatch(o); m != nil {
+			ca, boot = m[1], bootLine.FindStringSubmatch(o)[1]
+			return true
 		}
-		select {
-		case err := <-exited:
-			t.Fatalf("gregor up exited (%v):\n%s", err, out.String())
-		case <-deadline:
-			t.Fatalf("gregor up printed no tls ca within 60s:\n%s", out.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return false
+	})
+	return out, ca, boot
 }
 
 // The authz workload through --runtime external against a SASL_SSL
