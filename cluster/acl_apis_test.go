@@ -191,8 +191,9 @@ func TestACLsGuardTheAdminAPIs(t *testing.T) {
 // any ACL, is refused AddPartitionsToTxn and TxnOffsetCommit on his
 // TransactionalId (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); with WRITE on
 // it, on the topic (TOPIC_AUTHORIZATION_FAILED) and the group
-// (GROUP_AUTHORIZATION_FAILED); WriteTxnMarkers needs CLUSTER_ACTION and
-// ShareFetch and ShareAcknowledge READ on the group.
+// (GROUP_AUTHORIZATION_FAILED); WriteTxnMarkers needs CLUSTER_ACTION,
+// ShareFetch and ShareAcknowledge READ on the group, ShareGroupDescribe
+// DESCRIBE on it.
 func TestACLsGuardTheTxnAndShareAPIs(t *testing.T) {
 	tc, adm, users := aclCluster(t, func(c *Config) { c.Groups.ShareProtocol = true })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -258,6 +259,13 @@ func TestACLsGuardTheTxnAndShareAPIs(t *testing.T) {
 		t.Errorf("bob's ShareAcknowledge: %v", err)
 	} else {
 		want("ShareAcknowledge", r.ErrorCode, kerr.GroupAuthorizationFailed.Code)
+	}
+	sgd := kmsg.NewPtrShareGroupDescribeRequest()
+	sgd.GroupIDs = []string{"sg"}
+	if r, err := sgd.RequestWith(ctx, bob); err != nil || len(r.Groups) != 1 {
+		t.Errorf("bob's ShareGroupDescribe: %+v %v", r, err)
+	} else {
+		want("ShareGroupDescribe", r.Groups[0].ErrorCode, kerr.GroupAuthorizationFailed.Code)
 	}
 	txw := kadm.NewACLs().Allow("User:bob").AllowHosts("*").TransactionalIDs("tx1").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)
 	if _, err := adm.CreateACLs(ctx, txw); err != nil {
