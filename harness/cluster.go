@@ -50,6 +50,11 @@ type ClusterConfig struct {
 	// --authorizer`); Config.Validate sets it for a workload that
 	// Authorizes (kit.Descriptor).
 	Authorizer bool
+	// SuperUsers (super.users) and AllowEveryoneIfNoACL
+	// (allow.everyone.if.no.acl.found) are the authorizer's, set by
+	// `gregor up --authorizer`; the brokers' own user is always a super user.
+	SuperUsers           []string
+	AllowEveryoneIfNoACL bool
 	// BrokerArgs are extra flags for every broker, after the others (a
 	// later flag wins).
 	BrokerArgs []string
@@ -133,6 +138,12 @@ func (c *ClusterConfig) Spec(name, binary string) runtime.ClusterSpec {
 	}
 	if c.Authorizer {
 		args = append(args, "--authorizer")
+		if len(c.SuperUsers) > 0 {
+			args = append(args, "--super-users", strings.Join(c.SuperUsers, ";"))
+		}
+		if c.AllowEveryoneIfNoACL {
+			args = append(args, "--allow-everyone-if-no-acl-found")
+		}
 	}
 	if c.Nodes+c.Controllers > 1 {
 		// Every node is a voter of the controller quorum (combined mode).

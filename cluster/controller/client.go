@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -186,6 +187,8 @@ func notController(resp kmsg.Response) bool {
 		return r.ErrorCode == nc
 	case *kmsg.AlterPartitionAssignmentsResponse:
 		return r.ErrorCode == nc
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		return slices.ContainsFunc(r.Results, func(x kmsg.AlterUserSCRAMCredentialsResponseResult) bool { return x.ErrorCode == nc })
 	}
 	return aclNotController(resp)
 }

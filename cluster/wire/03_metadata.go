@@ -57,6 +57,7 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 		// KafkaApis: all topics means all the principal may DESCRIBE.
 		names = slices.DeleteFunc(im.SortedTopics(), func(n string) bool { return !s.topicAuthorized(hdr, kmsg.ACLOperationDescribe, n) })
 	}
+	byID := map[string]bool{} // the topics the request names by ID
 	for _, rt := range req.Topics {
 		if rt.Topic != nil {
 			names = append(names, *rt.Topic)
@@ -64,6 +65,7 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 		}
 		if t := im.TopicByID(rt.TopicID); t != nil {
 			names = append(names, t.Name)
+			byID[t.Name] = true
 		} else {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.TopicID = rt.TopicID
@@ -78,6 +80,11 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 		mt.Topic = &n
 		if !s.topicAuthorized(hdr, kmsg.ACLOperationDescribe, name) {
 			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			if byID[name] {
+				// KafkaApis.handleTopicMetadataRequest: asked by ID, the
+				// ID is answered and the name withheld (null).
+				mt.Topic, mt.TopicID = nil, t.ID
+			}
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}

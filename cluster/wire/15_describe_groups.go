@@ -23,7 +23,16 @@ func handleDescribeGroups(s *Server, _ context.Context, hdr header, kreq kmsg.Re
 		}
 		return now(resp)
 	}
-	r := c.DescribeGroups(req)
+	// KafkaApis.handleDescribeGroupsRequest: DESCRIBE on each group.
+	allowed, denied := s.authorizedGroups(hdr, kmsg.ACLOperationDescribe, req.Groups)
+	cp := *req
+	cp.Groups = allowed
+	r := c.DescribeGroups(&cp)
 	r.SetVersion(req.Version)
+	for _, g := range denied {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		r.Groups = append(r.Groups, rg)
+	}
 	return now(r)
 }

@@ -19,5 +19,16 @@ func handleListGroups(s *Server, _ context.Context, hdr header, kreq kmsg.Reques
 	}
 	r := c.ListGroups(req)
 	r.SetVersion(req.Version)
+	// KafkaApis.handleListGroupsRequest: every group with DESCRIBE on the
+	// cluster, else only those the principal may describe.
+	if s.opts.Authz != nil && !s.clusterAuthorized(hdr, kmsg.ACLOperationDescribe) {
+		var kept []kmsg.ListGroupsResponseGroup
+		for _, g := range r.Groups {
+			if s.groupAuthorized(hdr, kmsg.ACLOperationDescribe, g.Group) {
+				kept = append(kept, g)
+			}
+		}
+		r.Groups = kept
+	}
 	return now(r)
 }

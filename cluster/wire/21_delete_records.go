@@ -35,6 +35,8 @@ func handleDeleteRecords(s *Server, _ context.Context, hdr header, kreq kmsg.Req
 			rp.Partition, rp.LowWatermark = dp.Partition, -1
 			p := s.b.Partition(t.Topic, dp.Partition)
 			switch {
+			case !s.topicAuthorized(hdr, kmsg.ACLOperationDelete, t.Topic):
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code // KafkaApis: DELETE on the topic, before existence
 			case p == nil && im.Topics[t.Topic] != nil:
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case p == nil:

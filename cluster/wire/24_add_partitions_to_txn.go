@@ -14,7 +14,12 @@ package wire
 //     TRANSACTION_ABORTABLE for one that is not), otherwise they are added
 //     (KIP-890 part 2, a transaction version 2 produce);
 //   - a partition of an unknown topic fails the whole transaction's request:
-//     UNKNOWN_TOPIC_OR_PARTITION for it, OPERATION_NOT_ATTEMPTED for the rest.
+//     UNKNOWN_TOPIC_OR_PARTITION for it, OPERATION_NOT_ATTEMPTED for the rest;
+//   - with the authorizer (KafkaApis.handleAddPartitionsToTxnRequest): v4+
+//     needs CLUSTER_ACTION (authz.go), each transaction WRITE on its
+//     TransactionalId (every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+//     and on each topic (TOPIC_AUTHORIZATION_FAILED, failing the request as
+//     an unknown topic does).
 
 import (
 	"context"
@@ -51,11 +56,16 @@ func handleAddPartitionsToTxn(s *Server, ctx context.Context, hdr header, kreq k
 			var all *kerr.Error
 			unknown := false
 			for _, tp := range parts {
-				if topic := im.Topics[tp.Topic]; topic == nil || tp.Partition < 0 || int(tp.Partition) >= len(topic.Partitions) {
+				// KafkaApis: WRITE on each topic, asked before existence.
+				if !s.topicAuthorized(hdr, kmsg.ACLOperationWrite, tp.Topic) {
+					res[tp], unknown = kerr.TopicAuthorizationFailed, true
+				} else if topic := im.Topics[tp.Topic]; topic == nil || tp.Partition < 0 || int(tp.Partition) >= len(topic.Partitions) {
 					res[tp], unknown = kerr.UnknownTopicOrPartition, true
 				}
 			}
 			switch {
+			case !s.txnIDAuthorized(hdr, kmsg.ACLOperationWrite, t.TransactionalID):
+				all = kerr.TransactionalIDAuthorizationFailed // KafkaApis: WRITE on the TransactionalId
 			case unknown:
 				for _, tp := range parts {
 					if res[tp] == nil {

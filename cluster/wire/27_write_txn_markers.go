@@ -41,6 +41,9 @@ func handleWriteTxnMarkers(s *Server, ctx context.Context, hdr header, kreq kmsg
 		epoch      int32
 	}
 	var waits []waitFor
+	if s.opts.Authz != nil && !s.clusterAuthorized(hdr, kmsg.ACLOperationClusterAction) {
+		return now(writeTxnMarkersError(req, kerr.ClusterAuthorizationFailed.Code)) // KafkaApis: CLUSTER_ACTION
+	}
 	im := s.b.Image()
 	for mi, m := range req.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
@@ -94,4 +97,26 @@ func handleWriteTxnMarkers(s *Server, ctx context.Context, hdr header, kreq kmsg
 		}
 		return resp
 	}}
+}
+
+// writeTxnMarkersError answers every partition of every marker with code,
+// as the request's getErrorResponse.
+func writeTxnMarkersError(req *kmsg.WriteTxnMarkersRequest, code int16) *kmsg.WriteTxnMarkersResponse {
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, m := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp
 }

@@ -50,6 +50,12 @@ func handleDescribeConfigs(s *Server, _ context.Context, hdr header, kreq kmsg.R
 			c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
 			rr.Configs = append(rr.Configs, c)
 		}
+		// KafkaApis.handleDescribeConfigsRequest: DESCRIBE_CONFIGS on each.
+		if c := s.configCheck(hdr, kmsg.ACLOperationDescribeConfigs, r.ResourceType, r.ResourceName); c != 0 {
+			rr.ErrorCode = c
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		switch r.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			t := im.Topics[r.ResourceName]

@@ -24,10 +24,19 @@ func handleDeleteGroups(s *Server, ctx context.Context, hdr header, kreq kmsg.Re
 		}
 		return now(resp)
 	}
-	wait := c.DeleteGroups(ctx, req)
+	// KafkaApis.handleDeleteGroupsRequest: DELETE on each group.
+	allowed, denied := s.authorizedGroups(hdr, kmsg.ACLOperationDelete, req.Groups)
+	cp := *req
+	cp.Groups = allowed
+	wait := c.DeleteGroups(ctx, &cp)
 	return reply{later: func() kmsg.Response {
 		r := wait()
 		r.SetVersion(req.Version)
+		for _, g := range denied {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+			r.Groups = append(r.Groups, rg)
+		}
 		return r
 	}}
 }

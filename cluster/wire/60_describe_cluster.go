@@ -4,8 +4,10 @@ package wire
 //
 // Behaviour: the cluster id, the live (unfenced) brokers, and as controller
 // the node Metadata names (controllerForClients: KRaft brokers name a live
-// broker, which forwards controller requests). Authorized operations are
-// not computed (-2^31, "not requested"). v1's EndpointType 1 (brokers) is
+// broker, which forwards controller requests). Answered to every
+// principal; the cluster's authorized operations only when asked
+// (AuthHelper.authorizedOperations: a bit per operation allowed, each of
+// them without the authorizer), -2^31 otherwise. v1's EndpointType 1 (brokers) is
 // the only endpoint type served; 2 (controllers) is
 // UNSUPPORTED_ENDPOINT_TYPE, as Kafka brokers answer (KIP-919).
 
@@ -21,7 +23,10 @@ func init() { register(60, 0, 1, handleDescribeCluster) }
 func handleDescribeCluster(s *Server, _ context.Context, hdr header, kreq kmsg.Request) reply {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.ClusterAuthorizedOperations = -2147483648
+	resp.ClusterAuthorizedOperations = -2147483648 // Integer.MIN_VALUE: not requested
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = s.clusterAuthorizedOperations(hdr)
+	}
 	if req.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
 		resp.ErrorMessage = kmsg.StringPtr("only broker endpoints (type 1) are described")

@@ -28,7 +28,16 @@ func handleConsumerGroupDescribe(s *Server, _ context.Context, hdr header, kreq 
 		}
 		return now(resp)
 	}
-	r := c.ConsumerGroupDescribe(req)
+	// KafkaApis.handleConsumerGroupDescribe: DESCRIBE on each group.
+	allowed, denied := s.authorizedGroups(hdr, kmsg.ACLOperationDescribe, req.Groups)
+	cp := *req
+	cp.Groups = allowed
+	r := c.ConsumerGroupDescribe(&cp)
 	r.SetVersion(req.Version)
+	for _, g := range denied {
+		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+		rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		r.Groups = append(r.Groups, rg)
+	}
 	return now(r)
 }

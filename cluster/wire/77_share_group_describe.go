@@ -9,6 +9,7 @@ package wire
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,5 +21,15 @@ func handleShareGroupDescribe(s *Server, _ context.Context, hdr header, kreq kms
 	if sb == nil {
 		return unsupported(hdr)
 	}
-	return now(sb.ShareGroups().Describe(req))
+	// KafkaApis.handleShareGroupDescribe: DESCRIBE on each group.
+	allowed, denied := s.authorizedGroups(hdr, kmsg.ACLOperationDescribe, req.GroupIDs)
+	cp := *req
+	cp.GroupIDs = allowed
+	r := sb.ShareGroups().Describe(&cp)
+	for _, g := range denied {
+		rg := kmsg.NewShareGroupDescribeResponseGroup()
+		rg.GroupID, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		r.Groups = append(r.Groups, rg)
+	}
+	return now(r)
 }

@@ -102,6 +102,12 @@ var requestChecks = map[int16]func(s *Server, hdr header, req kmsg.Request) int1
 	22: func(s *Server, hdr header, r kmsg.Request) int16 {
 		return s.initProducerIDCheck(hdr, r.(*kmsg.InitProducerIDRequest))
 	},
+	24: func(s *Server, hdr header, _ kmsg.Request) int16 {
+		if hdr.version < 4 {
+			return 0 // a client's: checked per transaction in the handler
+		}
+		return clusterCheck(kmsg.ACLOperationClusterAction)(s, hdr, nil) // a leader's (KIP-890)
+	},
 	25: func(s *Server, hdr header, r kmsg.Request) int16 {
 		req := r.(*kmsg.AddOffsetsToTxnRequest)
 		if c := s.txnIDCheck(hdr, req.TransactionalID); c != 0 {
@@ -120,6 +126,14 @@ var requestChecks = map[int16]func(s *Server, hdr header, req kmsg.Request) int1
 	},
 	76: func(s *Server, hdr header, r kmsg.Request) int16 {
 		return s.groupCheck(hdr, kmsg.ACLOperationRead, r.(*kmsg.ShareGroupHeartbeatRequest).GroupID)
+	},
+	// KIP-932's share reads: READ on the group (the topics' READ is not
+	// yet asked).
+	78: func(s *Server, hdr header, r kmsg.Request) int16 {
+		return s.groupCheck(hdr, kmsg.ACLOperationRead, deref(r.(*kmsg.ShareFetchRequest).GroupID))
+	},
+	79: func(s *Server, hdr header, r kmsg.Request) int16 {
+		return s.groupCheck(hdr, kmsg.ACLOperationRead, deref(r.(*kmsg.ShareAcknowledgeRequest).GroupID))
 	},
 	// The cluster's admin APIs: ALTER, or DESCRIBE to look.
 	35: clusterCheck(kmsg.ACLOperationDescribe),
@@ -186,4 +200,49 @@ func (s *Server) checkRequest(hdr header, req kmsg.Request) (reply, bool) {
 		ip.ProducerID, ip.ProducerEpoch = -1, -1
 	}
 	return now(resp), true
+}
+
+// authorizedGroups splits groups into those the principal may do op on
+// and those it may not, as AuthHelper.partitionSeqByAuthorized: the denied
+// ones are answered GROUP_AUTHORIZATION_FAILED, the rest go on.
+func (s *Server) authorizedGroups(hdr header, op kmsg.ACLOperation, groups []string) (allowed, denied []string) {
+	if s.opts.Authz == nil {
+		return groups, nil
+	}
+	for _, g := range groups {
+		if s.groupAuthorized(hdr, op, g) {
+			allowed = append(allowed, g)
+		} else {
+			denied = append(denied, g)
+		}
+	}
+	return allowed, denied
+}
+
+// deref is a nullable string's value, "" for null.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// clusterOperations are the operations an ACL may name on the cluster
+// (AclEntry.supportedOperations(CLUSTER)).
+var clusterOperations = []kmsg.ACLOperation{
+	kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
+	kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter,
+	kmsg.ACLOperationDescribe,
+}
+
+// clusterAuthorizedOperations is AuthHelper.authorizedOperations for the
+// cluster: bit 1<<code of each operation the principal may do on it.
+func (s *Server) clusterAuthorizedOperations(hdr header) int32 {
+	var bits int32
+	for _, op := range clusterOperations {
+		if s.clusterAuthorized(hdr, op) {
+			bits |= 1 << int8(op)
+		}
+	}
+	return bits
 }

@@ -22,9 +22,23 @@ import (
 // stopped (SIGINT) at the end of the test.
 func upCluster(t *testing.T, bin, name string, args ...string) upState {
 	t.Helper()
-	var out bytes.Buffer
+	path := filepath.Join(controlDir(name), controlFile)
+	var st upState
+	startUp(t, bin, name, args, "wrote no "+path, func(string) bool {
+		b, err := os.ReadFile(path)
+		return err == nil && json.Unmarshal(b, &st) == nil && len(st.Nodes) == 3
+	})
+	return st
+}
+
+// startUp starts `gregor up` with args in another process, stopped
+// (SIGINT) at the test's end, and waits up to 60 s until ready says so of
+// its output so far (missing names what never came).
+func startUp(t *testing.T, bin, name string, args []string, missing string, ready func(out string) bool) *syncBuffer {
+	t.Helper()
+	out := &syncBuffer{}
 	cmd := exec.Command(bin, append([]string{"up", "--name", name, "--runtime", "process", "--nodes", "3"}, args...)...)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -40,23 +54,17 @@ func upCluster(t *testing.T, bin, name string, args ...string) upState {
 			<-exited
 		}
 	})
-	path := filepath.Join(controlDir(name), controlFile)
 	deadline := time.After(60 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil {
-			var st upState
-			if err := json.Unmarshal(b, &st); err == nil && len(st.Nodes) == 3 {
-				return st
-			}
-		}
+	for !ready(out.String()) {
 		select {
 		case err := <-exited:
 			t.Fatalf("gregor up exited (%v):\n%s", err, out.String())
 		case <-deadline:
-			t.Fatalf("gregor up wrote no %s within 60s:\n%s", path, out.String())
+			t.Fatalf("gregor up %s within 60s:\n%s", missing, out.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	return out
 }
 
 // faultFile writes a fault file for an up cluster: kill by pid, the rest

@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"gregor/history"
 	"gregor/internal/dialer"
@@ -37,41 +34,7 @@ func TestExternalRuntimeSASLSSL(t *testing.T) {
 		t.Fatal(err)
 	}
 	sec := []string{"--security-protocol", "SASL_SSL", "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "admin", "--sasl-password-file", pwFile}
-	var out syncBuffer
-	cmd := exec.Command(bin, append(append([]string{"up", "--name", name, "--runtime", "process", "--nodes", "3"}, upArgs...), sec...)...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	caLine := regexp.MustCompile(`(?m)^tls ca: (\S+)$`)
-	bootLine := regexp.MustCompile(`(?m)^bootstrap: (\S+)$`)
-	var ca, boot string
-	deadline := time.After(60 * time.Second)
-	for ca == "" {
-		if m := caLine.FindStringSubmatch(out.String()); m != nil {
-			ca, boot = m[1], bootLine.FindStringSubmatch(out.String())[1]
-			break
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("gregor up exited (%v):\n%s", err, out.String())
-		case <-deadline:
-			t.Fatalf("gregor up printed no tls ca within 60s:\n%s", out.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	out, ca, boot := startSecureUp(t, bin, name, sec)
 	faults := faultFile(t, bin, name)
 	store := t.TempDir()
 	base := []string{"run", "--runtime", "external", "--bootstrap", boot, "--faults", faults, "--store", store, "--seed", "5",
@@ -166,4 +129,74 @@ func TestRunProcessSASLSSL(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// startSecureUp starts `gregor up` with TLS in another process (startUp)
+// and returns the CA and bootstrap it prints.
+func startSecureUp(t *testing.T, bin, name string, flags []string) (out *syncBuffer, ca, boot string) {
+	t.Helper()
+	caLine := regexp.MustCompile(`(?m)^tls ca: (\S+)$`)
+	bootLine := regexp.MustCompile(`(?m)^bootstrap: (\S+)$`)
+	out = startUp(t, bin, name, append(append([]string{}, upArgs...), flags...), "printed no tls ca", func(o string) bool {
+		if m := caLine.FindStringSubmatch(o); m != nil {
+			ca, boot = m[1], bootLine.FindStringSubmatch(o)[1]
+			return true
+		}
+		return false
+	})
+	return out, ca, boot
+}
+
+// The authz workload through --runtime external against a SASL_SSL
+// cluster `gregor up --authorizer` started in another process (its
+// --sasl-user the super user): the run's principals are refused before
+// their grants and served after (TOPIC_AUTHORIZATION_FAILED only an
+// authorizer answers), under kills, and the history is valid.
+func TestExternalRuntimeAuthz(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots clusters")
+	}
+	t.Cleanup(func() { dialer.SetSecurity(nil) })
+	bin := gregorBinary(t)
+	t.Setenv("GREGOR_BINARY", bin)
+	name := fmt.Sprintf("xt-authz-%d", os.Getpid())
+	pwFile := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pwFile, []byte("pw-authz-external\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sec := []string{"--security-protocol", "SASL_SSL", "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "admin", "--sasl-password-file", pwFile}
+	_, ca, boot := startSecureUp(t, bin, name, append([]string{"--authorizer", "--super-users", "User:ops"}, sec...))
+	faults := faultFile(t, bin, name)
+	store := t.TempDir()
+	args := append([]string{"run", "--runtime", "external", "--bootstrap", boot, "--faults", faults, "--store", store, "--seed", "7",
+		"--workload", "authz", "--concurrency", "2", "--acks", "all", "--min-isr", "2", "--rf", "3", "--partitions", "3",
+		"--nemesis", "kill", "--nemesis-interval", "3s", "--nemesis-duration", "3s", "--time-limit", "12s", "--warm-up", "1s",
+		"--tls-ca", ca}, sec...)
+	res, err := execGregor(args...)
+	if err != nil {
+		t.Fatalf("the authz workload against the SASL_SSL cluster: %v\n%s", err, res)
+	}
+	dir := filepath.Join(store, "authz", history.LatestLink)
+	run, err := history.ReadRun(filepath.Join(dir, history.HistoryFile), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, sent := 0, 0
+	for _, op := range run.Ops {
+		if op.F != "authz-send" {
+			continue
+		}
+		switch {
+		case op.Type == history.OK:
+			sent++
+		case strings.Contains(op.Error, "TOPIC_AUTHORIZATION_FAILED"):
+			refused++
+		}
+	}
+	if sent == 0 || refused == 0 {
+		t.Fatalf("authz-send: %d ok, %d refused: want both (the authorizer granting and revoking)\n%s", sent, refused, res)
+	}
+	if !strings.Contains(res, "valid: true") {
+		t.Fatalf("the run is not valid:\n%s", res)
+	}
 }

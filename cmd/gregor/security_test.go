@@ -32,6 +32,9 @@ func TestSecurityFlagRefusals(t *testing.T) {
 		{append([]string{"up", "--runtime", "docker"}, sasl...), "give --runtime process"},
 		{append([]string{"up", "--runtime", "process", "--tls-ca", pw}, sasl...), "use SSL or SASL_SSL"},
 		{[]string{"up", "--runtime", "process", "--security-protocol", "SSL", "--tls-ca", pw}, "holds no PEM certificate"},
+		// The authorizer's settings need the authorizer, and principals as User:NAME.
+		{[]string{"up", "--runtime", "process", "--super-users", "User:ops"}, "add --authorizer"},
+		{[]string{"up", "--runtime", "process", "--authorizer", "--super-users", "ops"}, "give principals as User:NAME"},
 		// The sim boots SASL_PLAINTEXT only: TLS stays the process runtime's.
 		{[]string{"run", "--runtime", "sim", "--security-protocol", "SASL_SSL", "--sasl-mechanism", "PLAIN", "--sasl-user", "a", "--sasl-password-file", pw}, "give --runtime process"},
 	}

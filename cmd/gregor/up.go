@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -49,6 +50,7 @@ func upCmd() *cobra.Command {
 		runtimeName string
 		name        string
 		sec         securityFlags
+		authz       upAuthzFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -56,6 +58,9 @@ func upCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := c.Validate(); err != nil {
+				return &exitError{checkBadInput, err}
+			}
+			if err := authz.apply(&c); err != nil {
 				return &exitError{checkBadInput, err}
 			}
 			secured, err := sec.load()
@@ -123,7 +128,35 @@ func upCmd() *cobra.Command {
 	registerRuntime(cmd.Flags(), &runtimeName)
 	cmd.Flags().StringVar(&name, "name", "up", "the cluster's name: gregor node --cluster NAME controls it (letters, digits, '-')")
 	sec.register(cmd.Flags())
+	authz.register(cmd.Flags())
 	return cmd
+}
+
+// upAuthzFlags are up's authorizer settings, passed to every broker
+// (`gregor broker --authorizer`, --super-users,
+// --allow-everyone-if-no-acl-found).
+type upAuthzFlags struct {
+	on, allowNoACL bool
+	superUsers     string
+}
+
+func (f *upAuthzFlags) register(fl *pflag.FlagSet) {
+	fl.BoolVar(&f.on, "authorizer", false, "the brokers check every request against the ACLs (StandardAuthorizer); without SASL a SASL_PLAINTEXT super user is made")
+	fl.StringVar(&f.superUsers, "super-users", "", "super.users: User:NAME;User:NAME (with --authorizer; --sasl-user is always one)")
+	fl.BoolVar(&f.allowNoACL, "allow-everyone-if-no-acl-found", false, "allow.everyone.if.no.acl.found (with --authorizer)")
+}
+
+// apply checks the flags once and sets them on c.
+func (f *upAuthzFlags) apply(c *harness.ClusterConfig) error {
+	if !f.on && (f.superUsers != "" || f.allowNoACL) {
+		return errors.New("--super-users and --allow-everyone-if-no-acl-found are the authorizer's: add --authorizer")
+	}
+	users, err := (&brokerSecurityFlags{superUsers: f.superUsers}).superUserList()
+	if err != nil {
+		return err
+	}
+	c.Authorizer, c.SuperUsers, c.AllowEveryoneIfNoACL = f.on, users, f.allowNoACL
+	return nil
 }
 
 // pickAndStart picks the named runtime and boots c on it.
