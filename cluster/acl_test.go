@@ -44,6 +44,16 @@ func aclCluster(t *testing.T, more func(*Config)) (*testCluster, *kadm.Client, m
 	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "orders"); err != nil {
 		t.Fatal(err)
 	}
+	// fetchErr asks any broker's image for the leader: every image must
+	// have replayed the topic first.
+	for _, br := range tc.brokers {
+		tc.waitFor("orders/0 has a leader in every broker's image", 10*time.Second, func() error {
+			if tp := br.Image().Topics["orders"]; tp == nil || tp.Partitions[0].Leader < 0 {
+				return errors.New("not yet")
+			}
+			return nil
+		})
+	}
 	for _, br := range tc.brokers {
 		addr := br.Advertised()
 		for u, o := range users {

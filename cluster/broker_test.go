@@ -266,9 +266,10 @@ func TestUnknownAPIKey(t *testing.T) {
 	cl := newClient(t, b.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	// DescribeAcls (29) is not implemented; franz-go refuses to send keys
-	// the broker does not advertise, so this checks the advertisement.
-	req := kmsg.NewPtrDescribeACLsRequest()
+	// DescribeDelegationToken (41) is not implemented; franz-go refuses to
+	// send keys the broker does not advertise, so this checks the
+	// advertisement.
+	req := kmsg.NewPtrDescribeDelegationTokenRequest()
 	_, err := req.RequestWith(ctx, cl)
 	if err == nil {
 		t.Fatal("an unadvertised API succeeded")

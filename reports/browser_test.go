@@ -37,8 +37,12 @@ func render(t *testing.T, file string) (dom string, shot image.Image) {
 	bin := chromium(t)
 	dir := t.TempDir()
 	png := filepath.Join(dir, "shot.png")
+	// The screenshot is one window tall (chromium does not scroll): tall
+	// enough for a run report whose sections above the metadata chart grow
+	// with the anomaly and theory tables (new workloads' anomalies pushed
+	// the chart past 3200 px).
 	common := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=1200,3200"}
+		"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=1200,6000"}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, append(common, "--dump-dom", "file://"+file)...).Output()

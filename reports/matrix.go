@@ -228,10 +228,10 @@ func Summaries(runs []Cell) []CellSummary {
 			c.Failed++
 		case "true":
 		default:
-			// The check did not finish (or the run was interrupted): a
-			// lost-acks figure of 0 would be a rate nobody measured.
+			// Undecided is a check's verdict (e.g. linearizability out of
+			// time): the run's lost acks are still counted, and drawn
+			// (newDotStrip marks it undecided).
 			c.Unknown++
-			continue
 		}
 		lost = append(lost, r.LostAcks)
 		c.LostAny.N++
