@@ -199,10 +199,15 @@ func (s *Spec) checkRuntimes() error {
 
 // WithSeedCount gives every cell seeds 1..n: on each runtime of the
 // spec's runtimes, or as its seeds.
-func (s *Spec) WithSeedCount(n int) {
+func (s *Spec) WithSeedCount(n int) { s.WithSeedRange(1, n) }
+
+// WithSeedRange gives every cell seeds first..first+n-1, so that a long
+// set of controls can be run in parts (seeds 1-5 one day, 6-10 the next)
+// whose counts add up.
+func (s *Spec) WithSeedRange(first int64, n int) {
 	seeds := make(Seeds, n)
 	for i := range n {
-		seeds[i] = int64(i + 1)
+		seeds[i] = first + int64(i)
 	}
 	if len(s.Runtimes) == 0 {
 		s.Seeds = seeds

@@ -24,10 +24,10 @@ import (
 // with seeds 1..seeds per cell (on each of its runtimes: if it names
 // them) when seeds > 0 (else the matrix's own). A
 // row that plants a bug is refused: controls run the correct cluster.
-func ControlCells(spec *matrix.Spec, seeds int) ([]matrix.Cell, error) {
+func ControlCells(spec *matrix.Spec, first int64, seeds int) ([]matrix.Cell, error) {
 	one := *spec
 	if seeds > 0 {
-		one.WithSeedCount(seeds)
+		one.WithSeedRange(first, seeds)
 	}
 	cells, err := one.Cells()
 	if err != nil {

@@ -131,16 +131,28 @@ func TestControls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, err := ControlCells(spec, 5)
+	cells, err := ControlCells(spec, 1, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := len(spec.Configs) * len(spec.Nemeses) * 5 * max(1, len(spec.Runtimes)); len(cells) != want {
 		t.Fatalf("%d control cells, want %d (every row x nemesis x 5 seeds, on each runtime)", len(cells), want)
 	}
+	// A part of a long set of controls: seeds 6..8, each cell once per seed.
+	part, err := ControlCells(spec, 6, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	for _, c := range part {
+		seen[c.Seed]++
+	}
+	if per := len(part) / 3; len(seen) != 3 || seen[6] != per || seen[7] != per || seen[8] != per {
+		t.Fatalf("seeds of the part 6..8: %v of %d cells", seen, len(part))
+	}
 	bugged := *spec
 	bugged.Configs = append(slices.Clone(spec.Configs), matrix.Settings{Acks: "all", Bugs: []string{"ack-before-isr"}})
-	if _, err := ControlCells(&bugged, 1); err == nil || !strings.Contains(err.Error(), "--generic") {
+	if _, err := ControlCells(&bugged, 1, 1); err == nil || !strings.Contains(err.Error(), "--generic") {
 		t.Fatalf("a row planting a bug: %v", err)
 	}
 	run := func(cfg, nem, valid string, forbidden ...string) reports.Cell {

@@ -517,3 +517,17 @@ func TestRunRuntimeSimFaultPoints(t *testing.T) {
 		t.Fatal("no pause fired on a follower at its leader's hw-advanced")
 	}
 }
+
+// --controls --seed F without --seeds N is refused before anything runs:
+// the matrix's own seeds would silently ignore F.
+func TestControlsSeedNeedsSeeds(t *testing.T) {
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"validate", "--controls", "--seed", "6", "--out", t.TempDir()})
+	err := root.Execute()
+	if err == nil || !strings.Contains(err.Error(), "needs --seeds N") {
+		t.Fatalf("validate --controls --seed 6: %v", err)
+	}
+}

@@ -62,7 +62,10 @@ every target is met, 1 when one is not.`,
 			case generic:
 				return runSpecMode(cmd, genericMode(bugs), config, out, runtimeName, parallel, reportOnly, resume)
 			case controls:
-				return runSpecMode(cmd, controlsMode(seeds), config, out, runtimeName, parallel, reportOnly, resume)
+				if seeds == 0 && cmd.Flags().Changed("seed") {
+					return &exitError{2, errors.New("--controls --seed F needs --seeds N (seeds F..F+N-1 per cell)")}
+				}
+				return runSpecMode(cmd, controlsMode(seed, seeds), config, out, runtimeName, parallel, reportOnly, resume)
 			}
 			var results []reports.Cell
 			if reportOnly {
@@ -105,14 +108,14 @@ every target is met, 1 when one is not.`,
 	fl.IntVar(&runs, "runs", 10, "runs per planted bug")
 	fl.IntVar(&safeRuns, "safe-runs", 20, "runs of the false-alarm set (every workload), spread over every nemesis, on top of the controls")
 	fl.DurationVar(&timeLimit, "time-limit", 20*time.Second, "fault phase of each run (at most 60s of faults is the target the detection rate is measured against)")
-	fl.Int64Var(&seed, "seed", 1, "first seed (run i uses seed+i)")
+	fl.Int64Var(&seed, "seed", 1, "first seed (run i uses seed+i); with --controls --seeds N: seeds SEED..SEED+N-1 per cell, so a long set of controls runs in parts")
 	fl.StringSliceVar(&bugs, "bugs", nil, "only these planted bugs (default: every one)")
 	fl.IntVarP(&parallel, "parallel", "j", 1, "runs at once")
 	fl.StringVar(&out, "out", filepath.Join("store", "validate"), "output directory")
 	fl.StringVar(&runtimeName, "runtime", "", "runtime for every run (default: gregor run's auto)")
 	fl.BoolVar(&generic, "generic", false, "generic detection: run --config's nemeses and settings on its safe rows with each planted bug (--bugs, default every one) and once without, and print the bug x nemesis table (OUT/generic.json)")
 	fl.BoolVar(&controls, "controls", false, "controls of every row: run every cell of --config on the correct cluster (--seeds per cell) and print, per configuration, the runs that showed an anomaly its theory forbids, with their 95% Wilson interval (OUT/controls.json); exit 1 on any")
-	fl.IntVar(&seeds, "seeds", 0, "with --controls: seeds 1..N per cell (default: the matrix's own)")
+	fl.IntVar(&seeds, "seeds", 0, "with --controls: N seeds per cell, from --seed (default: the matrix's own)")
 	fl.StringVar(&config, "config", "matrix/default.yaml", "with --generic or --controls: the matrix whose rows, nemeses and settings are used")
 	fl.BoolVar(&resume, "resume", false, "reuse the runs an interrupted validate into the same --out finished (same arguments) and run the rest")
 	fl.BoolVar(&reportOnly, "report-only", false, "run nothing: summarize the runs already in --out again (table, validate.json, index.html)")
@@ -207,10 +210,10 @@ func genericMode(bugs []string) specMode {
 }
 
 // controlsMode is gregor validate --controls.
-func controlsMode(seeds int) specMode {
+func controlsMode(first int64, seeds int) specMode {
 	return specMode{name: "--controls", out: filepath.Join("store", "validate-controls"), json: "controls.json",
 		cells: func(spec *matrix.Spec) ([]matrix.Cell, string, error) {
-			cells, err := validate.ControlCells(spec, seeds)
+			cells, err := validate.ControlCells(spec, first, seeds)
 			return cells, "every row and nemesis on the correct cluster", err
 		},
 		summarize: func(spec *matrix.Spec, results []reports.Cell) (modeSummary, error) {
