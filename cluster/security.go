@@ -27,8 +27,9 @@ type Security struct {
 	// entry for the name). Empty: PLAINTEXT.
 	ListenerName string
 	Protocol     string
-	// Mechanisms are sasl.enabled.mechanisms (default: every one gregor
-	// speaks).
+	// Mechanisms are sasl.enabled.mechanisms (default: PLAIN and SCRAM,
+	// security.DefaultMechanisms; OAUTHBEARER's unsecured tokens only when
+	// named, as Kafka enables it only when told to).
 	Mechanisms []string
 	// CertFile and KeyFile are the broker's certificate (ssl.keystore, as
 	// PEM): served on the listener, and presented to peers. Without them,
@@ -67,7 +68,7 @@ func (s *Security) defaults() {
 		s.ListenerName = s.Protocol
 	}
 	if len(s.Mechanisms) == 0 {
-		s.Mechanisms = slices.Clone(security.Mechanisms)
+		s.Mechanisms = strings.Split(security.DefaultMechanisms, ",")
 	}
 	s.Inter.Protocol = s.Protocol
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -244,4 +245,32 @@ func TestSASLSSLClusterScramCredentials(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// OAUTHBEARER with Kafka's unsecured tokens, on a listener that enables
+// it: the token's principal is the connection's user, an expired token is
+// refused with the status invalid_token (as franz-go's own TestOAuthAuth
+// expects), and a listener with the default mechanisms refuses the
+// mechanism, since an unsecured token lets anyone name any principal.
+func TestSASLOAuthBearerUnsecured(t *testing.T) {
+	mod, _ := secured(t, security.SASLPlaintext)
+	withOAuth := func(c *Config) {
+		mod(c)
+		c.Security.Mechanisms = []string{security.ScramSHA512, security.OAuthBearer}
+	}
+	b := startBroker(t, t.TempDir(), withOAuth)
+	token := func(exp time.Duration) kgo.Opt {
+		return kgo.SASL(oauth.Auth{Token: security.UnsecuredJWS("alice", time.Now().Add(-time.Minute), exp+time.Minute)}.AsMechanism())
+	}
+	if err := pingWith(b.Advertised(), token(time.Hour)); err != nil {
+		t.Fatalf("a valid unsecured token: %v", err)
+	}
+	err := pingWith(b.Advertised(), token(-30*time.Second))
+	if !errors.Is(err, kerr.SaslAuthenticationFailed) || !strings.Contains(err.Error(), "invalid_token") {
+		t.Fatalf("an expired token: %v, want SASL_AUTHENTICATION_FAILED with invalid_token", err)
+	}
+	plainBroker := startBroker(t, t.TempDir(), mod)
+	if err := pingWith(plainBroker.Advertised(), token(time.Hour)); !errors.Is(err, kerr.UnsupportedSaslMechanism) {
+		t.Fatalf("OAUTHBEARER on a listener with the default mechanisms: %v, want UNSUPPORTED_SASL_MECHANISM", err)
+	}
 }

@@ -22,7 +22,8 @@ import (
 // TestClientsSASLSSL: Debian's kcat and python3-confluent-kafka (both
 // librdkafka) against a three-broker SASL_SSL cluster with SCRAM-SHA-512,
 // certificates made at run time: metadata, an acks=all produce, a consume
-// back; a wrong password is refused.
+// back; a wrong password is refused; kcat's unsecured OAUTHBEARER token
+// authenticates too.
 func TestClientsSASLSSL(t *testing.T) {
 	kcat := requireTool(t, "kcat", "kcat")
 	requirePython(t, "confluent_kafka", "python3-confluent-kafka")
@@ -39,7 +40,8 @@ func TestClientsSASLSSL(t *testing.T) {
 	}
 	tc := startClusterWith(t, block, func(c *cluster.Config) {
 		c.Security = cluster.Security{Protocol: security.SASLSSL, CertFile: certs.BrokerCert, KeyFile: certs.BrokerKey,
-			Inter: security.Config{Mechanism: security.ScramSHA512, User: user, PasswordFile: pw, CAFile: certs.CA}}
+			Mechanisms: []string{security.ScramSHA512, security.OAuthBearer},
+			Inter:      security.Config{Mechanism: security.ScramSHA512, User: user, PasswordFile: pw, CAFile: certs.CA}}
 	})
 	// Topics made first, RF 3, by franz-go over the same listener.
 	pool, err := security.LoadCA(certs.CA)
@@ -82,6 +84,17 @@ func TestClientsSASLSSL(t *testing.T) {
 		_, stderr = run(t, 30*time.Second, "", true, kcat, append(sec("wrong"), "-L", "-m", "5")...)
 		if !strings.Contains(stderr, "Authentication failed") && !strings.Contains(stderr, "SASL authentication error") {
 			t.Fatalf("a wrong password: kcat said %q, want an authentication failure", tail(stderr))
+		}
+	})
+	// librdkafka's own unsecured JWT (enable.sasl.oauthbearer.unsecure.jwt)
+	// against the broker's unsecured validator: its claims (fractional
+	// iat and exp) are taken, and the metadata names every broker.
+	t.Run("kcat-oauthbearer", func(t *testing.T) {
+		md, stderr := run(t, 30*time.Second, "", false, kcat, "-b", tc.bootstrap, "-X", "security.protocol=SASL_SSL",
+			"-X", "sasl.mechanisms=OAUTHBEARER", "-X", "enable.sasl.oauthbearer.unsecure.jwt=true",
+			"-X", "sasl.oauthbearer.config=principal="+user, "-X", "ssl.ca.location="+certs.CA, "-L")
+		if !strings.Contains(md, "3 brokers:") {
+			t.Fatalf("kcat -L over SASL_SSL with OAUTHBEARER:\n%s\n%s", md, tail(stderr))
 		}
 	})
 	t.Run("confluent-kafka", func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"hash"
 	"strings"
+	"time"
 )
 
 // Mechanism names, as SaslHandshake carries them.
@@ -150,6 +151,8 @@ func NewServer(mech string, users Users) Server {
 		return &plainServer{users: users}
 	case ScramSHA256, ScramSHA512:
 		return &scramServer{users: users, mech: mech, typ: MechanismType(mech), h: hashOf(mech)}
+	case OAuthBearer:
+		return &oauthServer{now: time.Now}
 	}
 	return nil
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
+
+	"gregor/internal/security"
 )
 
 type users map[string]Credential
@@ -48,6 +51,47 @@ func TestPlain(t *testing.T) {
 		_, done, err := NewServer(Plain, users{}).Step([]byte(msg))
 		if done != ok || (err == nil) != ok {
 			t.Errorf("%q: done %v, %v; want ok %v", msg, done, err, ok)
+		}
+	}
+}
+
+// OAUTHBEARER's exchange (RFC 7628 section 3.2, Kafka's
+// OAuthBearerSaslServer): one client message; a refused token is answered
+// with the JSON error as a challenge and, after the client's \x01, fails
+// with it as the message; a malformed message or another scheme fails with
+// Kafka's generic message; an authzid must be the token's principal.
+func TestOAuthBearer(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	srv := func() *oauthServer { return &oauthServer{now: func() time.Time { return now }} }
+	first := func(authz, scheme, tok string) []byte {
+		return []byte("n," + authz + ",\x01auth=" + scheme + " " + tok + "\x01traceId=x1\x01\x01")
+	}
+	good := security.UnsecuredJWS("alice", now, time.Hour)
+	s := srv()
+	if out, done, err := s.Step(first("", "Bearer", good)); err != nil || !done || len(out) != 0 || s.User() != "alice" {
+		t.Fatalf("valid token: %q done %v err %v user %q", out, done, err, s.User())
+	}
+	if _, done, err := srv().Step(first("a=alice", "bearer", good)); err != nil || !done {
+		t.Fatalf("authzid = principal: done %v, %v", done, err)
+	}
+	if _, _, err := srv().Step(first("a=bob", "Bearer", good)); err == nil || !strings.Contains(err.(*AuthError).Msg, "authorization id (bob)") {
+		t.Fatalf("authzid bob for alice's token: %v", err)
+	}
+	s = srv()
+	expired := security.UnsecuredJWS("alice", now.Add(-2*time.Hour), time.Hour)
+	out, done, err := s.Step(first("", "Bearer", expired))
+	if err != nil || done || string(out) != `{"status":"invalid_token"}` {
+		t.Fatalf("expired token: challenge %q done %v err %v", out, done, err)
+	}
+	if _, _, err := s.Step([]byte{0x01}); err == nil || err.(*AuthError).Msg != `{"status":"invalid_token"}` {
+		t.Fatalf("after the client's \\x01: %v", err)
+	}
+	for name, msg := range map[string][]byte{"basic scheme": first("", "Basic", good), "no gs2 header": []byte("auth=Bearer " + good),
+		"no terminator": []byte("n,,\x01auth=Bearer " + good + "\x01"), "\\x01 first": {0x01}} {
+		if _, _, err := srv().Step(msg); err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if _, ok := err.(*AuthError); ok {
+			t.Errorf("%s: %v sent to the client; Kafka sends its generic message", name, err)
 		}
 	}
 }

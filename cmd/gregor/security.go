@@ -29,9 +29,9 @@ type securityFlags struct {
 func (s *securityFlags) register(fl *pflag.FlagSet) {
 	s.fl = fl
 	fl.StringVar(&s.cfg.Protocol, "security-protocol", "", "security.protocol: PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL")
-	fl.StringVar(&s.cfg.Mechanism, "sasl-mechanism", "", "sasl.mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	fl.StringVar(&s.cfg.Mechanism, "sasl-mechanism", "", "sasl.mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (the token in --sasl-password-file, else an unsecured token for --sasl-user, as Kafka's default login makes)")
 	fl.StringVar(&s.cfg.User, "sasl-user", "", "SASL user name")
-	fl.StringVar(&s.cfg.PasswordFile, "sasl-password-file", "", "file whose first line is the SASL password (never a flag: it would show in ps and histories)")
+	fl.StringVar(&s.cfg.PasswordFile, "sasl-password-file", "", "file whose first line is the SASL password, or with OAUTHBEARER the bearer token (never a flag: it would show in ps and histories)")
 	fl.StringVar(&s.cfg.CAFile, "tls-ca", "", "PEM file of the CA that signed the brokers' certificates (ssl.truststore)")
 	fl.StringVar(&s.cfg.CertFile, "tls-cert", "", "PEM client certificate, for brokers that ask for one (ssl.keystore)")
 	fl.StringVar(&s.cfg.KeyFile, "tls-key", "", "PEM key of --tls-cert")
@@ -84,7 +84,7 @@ const defaultProtocolMap = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAI
 
 func (f *brokerSecurityFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.protocolMap, "listener-security-protocol-map", defaultProtocolMap, "listener.security.protocol.map: NAME:PROTOCOL,... (the listener's name is --listen's NAME://, default PLAINTEXT)")
-	fl.StringVar(&f.mechanisms, "sasl-enabled-mechanisms", security.DefaultMechanisms, "sasl.enabled.mechanisms")
+	fl.StringVar(&f.mechanisms, "sasl-enabled-mechanisms", security.DefaultMechanisms, "sasl.enabled.mechanisms; OAUTHBEARER (unsecured tokens, Kafka's default validator: anyone may name any principal) only when listed")
 	fl.StringVar(&f.certFile, "tls-cert", "", "the broker's PEM certificate (ssl.keystore), served and shown to peers")
 	fl.StringVar(&f.keyFile, "tls-key", "", "PEM key of --tls-cert")
 	fl.StringVar(&f.caFile, "tls-ca", "", "PEM CA the brokers' certificates chain to (ssl.truststore)")

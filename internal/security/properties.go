@@ -98,10 +98,13 @@ func readProperties(path string) (map[string]string, error) {
 var jaasOption = regexp.MustCompile(`(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
 
 // parseJAAS reads the username and password of a PlainLoginModule or
-// ScramLoginModule sasl.jaas.config.
+// ScramLoginModule sasl.jaas.config, or the principal of an
+// OAuthBearerLoginModule's unsecured login (unsecuredLoginStringClaim_sub;
+// no password: the token is made per connection).
 func parseJAAS(v string) (user, pass string, err error) {
-	if !strings.Contains(v, "PlainLoginModule") && !strings.Contains(v, "ScramLoginModule") {
-		return "", "", fmt.Errorf("only org.apache.kafka.common.security.plain.PlainLoginModule and org.apache.kafka.common.security.scram.ScramLoginModule are understood")
+	oauth := strings.Contains(v, "OAuthBearerLoginModule")
+	if !oauth && !strings.Contains(v, "PlainLoginModule") && !strings.Contains(v, "ScramLoginModule") {
+		return "", "", fmt.Errorf("only org.apache.kafka.common.security.plain.PlainLoginModule, org.apache.kafka.common.security.scram.ScramLoginModule and org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule (unsecured) are understood")
 	}
 	for _, m := range jaasOption.FindAllStringSubmatch(v, -1) {
 		val := strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(m[2])
@@ -110,7 +113,15 @@ func parseJAAS(v string) (user, pass string, err error) {
 			user = val
 		case "password":
 			pass = val
+		case "unsecuredLoginStringClaim_sub":
+			user = val
 		}
+	}
+	if oauth {
+		if user == "" {
+			return "", "", fmt.Errorf(`give unsecuredLoginStringClaim_sub="..." (the principal) in the login module's options`)
+		}
+		return user, "", nil
 	}
 	if user == "" || pass == "" {
 		return "", "", fmt.Errorf(`give username="..." password="..." in the login module's options`)

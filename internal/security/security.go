@@ -2,7 +2,7 @@
 // workload, a probe, `gregor describe`, a broker dialing its peers)
 // authenticates to and encrypts its traffic with a Kafka-protocol cluster:
 // Kafka's security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), its
-// SASL mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) and credentials, and
+// SASL mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER) and credentials, and
 // its TLS material as PEM files. It is filled from flags or from a Kafka
 // client properties file (ParseProperties), checked once (Load: every refusal
 // names the fix) and never prints its password (String, and the password
@@ -10,6 +10,7 @@
 package security
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -17,8 +18,10 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -36,14 +39,17 @@ var Protocols = []string{Plaintext, SSL, SASLPlaintext, SASLSSL}
 
 // The SASL mechanisms gregor's brokers and clients speak.
 const (
-	PLAIN        = "PLAIN"
-	ScramSHA256  = "SCRAM-SHA-256"
-	ScramSHA512  = "SCRAM-SHA-512"
+	PLAIN       = "PLAIN"
+	ScramSHA256 = "SCRAM-SHA-256"
+	ScramSHA512 = "SCRAM-SHA-512"
+	// OAuthBearer is RFC 7628's, with Kafka's unsecured tokens by default
+	// (jws.go); a broker enables it only when told to.
+	OAuthBearer  = "OAUTHBEARER"
 	defaultMechs = PLAIN + "," + ScramSHA256 + "," + ScramSHA512
 )
 
 // Mechanisms are the SASL mechanisms gregor speaks.
-var Mechanisms = []string{PLAIN, ScramSHA256, ScramSHA512}
+var Mechanisms = []string{PLAIN, ScramSHA256, ScramSHA512, OAuthBearer}
 
 // DefaultMechanisms is what a broker enables unless told otherwise.
 const DefaultMechanisms = defaultMechs
@@ -130,6 +136,9 @@ func (c *Config) loadSASL() error {
 		}
 		c.password = pw
 	}
+	if c.password == "" && c.Mechanism == OAuthBearer {
+		return nil // an unsecured token for --sasl-user, made per connection
+	}
 	if c.password == "" {
 		return fmt.Errorf("--security-protocol %s needs --sasl-password-file FILE (a file holding the password: it never goes on a command line)", c.Protocol)
 	}
@@ -215,6 +224,17 @@ func (c *Config) SASLMechanism() sasl.Mechanism {
 		return scram.Auth{User: c.User, Pass: c.password}.AsSha256Mechanism()
 	case ScramSHA512:
 		return scram.Auth{User: c.User, Pass: c.password}.AsSha512Mechanism()
+	case OAuthBearer:
+		// The token file's bearer token (the identity provider's), else
+		// Kafka's unsecured login for --sasl-user, fresh on every
+		// connection so that a long run never presents an expired one.
+		return oauth.Oauth(func(context.Context) (oauth.Auth, error) {
+			tok := c.password
+			if tok == "" {
+				tok = UnsecuredJWS(c.User, time.Now(), UnsecuredLifetime)
+			}
+			return oauth.Auth{Token: tok}, nil
+		})
 	}
 	return nil
 }
