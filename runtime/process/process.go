@@ -139,7 +139,9 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) (err error
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		args, err := runtime.ExpandArgs(ns.Args, runtime.VarsFor(infos[i], infos, filepath.Join(dir, "data")))
+		v := runtime.VarsFor(infos[i], infos, filepath.Join(dir, "data"))
+		v.Files = runtime.FilePaths(spec.Files, "") // the brokers share this host
+		args, err := runtime.ExpandArgs(ns.Args, v)
 		if err != nil {
 			return err
 		}
