@@ -75,9 +75,14 @@ func TestACLsGuardTheGroupAPIs(t *testing.T) {
 		}
 		return nil
 	})
-	if r, err := dg.RequestWith(ctx, bobCl); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 {
-		t.Errorf("bob's DescribeGroups with DESCRIBE: %+v %v", r, err)
-	}
+	// Through FindCoordinator, which the broker asked answers once it has
+	// applied the ACL too.
+	tc.waitFor("bob describes g1 with DESCRIBE on it", 10*time.Second, func() error {
+		if r, err := dg.RequestWith(ctx, bobCl); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 {
+			return fmt.Errorf("bob's DescribeGroups with DESCRIBE: %+v %v", r, err)
+		}
+		return nil
+	})
 	if r, err := del.RequestWith(ctx, bobCl); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Errorf("bob's DeleteGroups with DESCRIBE only: %+v %v, want GROUP_AUTHORIZATION_FAILED", r, err)
 	}

@@ -143,11 +143,22 @@ var requestChecks = map[int16]func(s *Server, hdr header, req kmsg.Request) int1
 	47: func(s *Server, hdr header, r kmsg.Request) int16 {
 		return s.groupCheck(hdr, kmsg.ACLOperationDelete, r.(*kmsg.OffsetDeleteRequest).Group)
 	},
+	// The KIP-848 and KIP-932 heartbeats: READ on the group, then (Kafka
+	// 4.0, KAFKA-18813 and KAFKA-18817) DESCRIBE on every subscribed topic
+	// named (a regex subscription's topics are not filtered here).
 	68: func(s *Server, hdr header, r kmsg.Request) int16 {
-		return s.groupCheck(hdr, kmsg.ACLOperationRead, r.(*kmsg.ConsumerGroupHeartbeatRequest).Group)
+		req := r.(*kmsg.ConsumerGroupHeartbeatRequest)
+		if c := s.groupCheck(hdr, kmsg.ACLOperationRead, req.Group); c != 0 {
+			return c
+		}
+		return s.subscribedCheck(hdr, req.SubscribedTopicNames)
 	},
 	76: func(s *Server, hdr header, r kmsg.Request) int16 {
-		return s.groupCheck(hdr, kmsg.ACLOperationRead, r.(*kmsg.ShareGroupHeartbeatRequest).GroupID)
+		req := r.(*kmsg.ShareGroupHeartbeatRequest)
+		if c := s.groupCheck(hdr, kmsg.ACLOperationRead, req.GroupID); c != 0 {
+			return c
+		}
+		return s.subscribedCheck(hdr, req.SubscribedTopicNames)
 	},
 	// KIP-932's share reads: READ on the group (each topic's READ is
 	// asked per partition, share.Reader).
@@ -184,6 +195,15 @@ func (s *Server) groupCheck(hdr header, op kmsg.ACLOperation, group string) int1
 		return 0
 	}
 	return kerr.GroupAuthorizationFailed.Code
+}
+
+// subscribedCheck is TOPIC_AUTHORIZATION_FAILED unless the principal may
+// DESCRIBE every subscribed topic.
+func (s *Server) subscribedCheck(hdr header, topics []string) int16 {
+	if s.describesAll(hdr, topics) {
+		return 0
+	}
+	return kerr.TopicAuthorizationFailed.Code
 }
 
 func (s *Server) txnIDCheck(hdr header, id string) int16 {
