@@ -47,19 +47,22 @@ func TestACLsGuardTheGroupAPIs(t *testing.T) {
 	if listed(bob) {
 		t.Error("bob lists g1 without DESCRIBE on it or on the cluster")
 	}
+	// Sent to g1's coordinator directly: bob, without DESCRIBE on g1,
+	// cannot find it (FindCoordinator is refused, TestACLsFindCoordinator).
+	bobAtCoord := bobCl.Broker(int(groupCoordinatorOf(tc, adm, "g1")))
 	dg := kmsg.NewPtrDescribeGroupsRequest()
 	dg.Groups = []string{"g1"}
-	if r, err := dg.RequestWith(ctx, bobCl); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
+	if r, err := dg.RequestWith(ctx, bobAtCoord); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Errorf("bob's DescribeGroups: %+v %v, want GROUP_AUTHORIZATION_FAILED", r, err)
 	}
 	del := kmsg.NewPtrDeleteGroupsRequest()
 	del.Groups = []string{"g1"}
-	if r, err := del.RequestWith(ctx, bobCl); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
+	if r, err := del.RequestWith(ctx, bobAtCoord); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Errorf("bob's DeleteGroups: %+v %v, want GROUP_AUTHORIZATION_FAILED", r, err)
 	}
 	cgd := kmsg.NewPtrConsumerGroupDescribeRequest()
 	cgd.Groups = []string{"g1"}
-	if r, err := cgd.RequestWith(ctx, bobCl); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
+	if r, err := cgd.RequestWith(ctx, bobAtCoord); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Errorf("bob's ConsumerGroupDescribe: %+v %v, want GROUP_AUTHORIZATION_FAILED", r, err)
 	}
 	describe := kadm.NewACLs().Allow("User:bob").AllowHosts("*").Groups("g1").Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral)
@@ -72,9 +75,14 @@ func TestACLsGuardTheGroupAPIs(t *testing.T) {
 		}
 		return nil
 	})
-	if r, err := dg.RequestWith(ctx, bobCl); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 {
-		t.Errorf("bob's DescribeGroups with DESCRIBE: %+v %v", r, err)
-	}
+	// Through FindCoordinator, which the broker asked answers once it has
+	// applied the ACL too.
+	tc.waitFor("bob describes g1 with DESCRIBE on it", 10*time.Second, func() error {
+		if r, err := dg.RequestWith(ctx, bobCl); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 {
+			return fmt.Errorf("bob's DescribeGroups with DESCRIBE: %+v %v", r, err)
+		}
+		return nil
+	})
 	if r, err := del.RequestWith(ctx, bobCl); err != nil || len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Errorf("bob's DeleteGroups with DESCRIBE only: %+v %v, want GROUP_AUTHORIZATION_FAILED", r, err)
 	}
@@ -323,6 +331,29 @@ func TestACLsDescribeClusterAuthorizedOperations(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// groupCoordinatorOf is group's coordinator as the admin (a super user)
+// finds it, creating __consumer_offsets on first use: for a request sent to
+// it directly by a principal that may not find it.
+func groupCoordinatorOf(tc *testCluster, adm *kadm.Client, group string) int32 {
+	tc.t.Helper()
+	id := int32(-1)
+	tc.waitFor(group+"'s coordinator found", 20*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		rs := adm.FindGroupCoordinators(ctx, group)
+		r, ok := rs[group]
+		if !ok {
+			return errors.New("no answer")
+		}
+		if r.Err != nil {
+			return r.Err
+		}
+		id = r.NodeID
+		return nil
+	})
+	return id
 }
 
 // ordersLeader waits for the leader of orders-0.

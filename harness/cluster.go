@@ -162,7 +162,10 @@ func (c *ClusterConfig) Spec(name, binary string) runtime.ClusterSpec {
 	spec := runtime.ClusterSpec{Name: name, KafkaPort: 9092, RaftPort: 9093, Binary: binary,
 		Labels: map[string]string{}, Ready: runtime.KafkaReady(c.Nodes), ReadyTimeout: 30 * time.Second,
 		Settings: runtime.BrokerSettings{MinISR: c.MinISR, Unclean: c.Unclean, ReplicaLagMax: c.ReplicaLagMax,
-			SessionTimeout: c.SessionTimeout, DefaultRF: min(3, c.Nodes), Bugs: c.Bugs, Dedicated: c.Dedicated}}
+			SessionTimeout: c.SessionTimeout, DefaultRF: min(3, c.Nodes), Bugs: c.Bugs, Dedicated: c.Dedicated,
+			Security: runtime.SecuritySettings{Protocol: c.Security.Protocol, Mechanism: c.Security.Mechanism, User: c.Security.User,
+				Authorizer: c.Authorizer, SuperUsers: c.SuperUsers, AllowEveryoneIfNoACL: c.AllowEveryoneIfNoACL}},
+		Files: c.nodeFiles()}
 	for i := 1; i <= c.Nodes+c.Controllers; i++ {
 		a := args
 		if i > c.Nodes {
@@ -176,7 +179,8 @@ func (c *ClusterConfig) Spec(name, binary string) runtime.ClusterSpec {
 // securityArgs make every broker's listener the cluster's protocol, with
 // the bootstrap user as inter-broker credential and a certificate each
 // broker issues itself from the cluster's CA. The password stays in its
-// file: it is never an argument.
+// file: it is never an argument. The files are named once (nodeFiles):
+// each runtime places them where its brokers run ({{.Files.NAME}}).
 func (c *ClusterConfig) securityArgs() []string {
 	s := c.Security
 	if !s.Secured() {
@@ -184,10 +188,33 @@ func (c *ClusterConfig) securityArgs() []string {
 	}
 	args := []string{"--listen", s.Protocol + "://{{.KafkaAddr}}"}
 	if s.SASL() {
-		args = append(args, "--sasl-mechanism", s.Mechanism, "--sasl-user", s.User, "--sasl-password-file", s.PasswordFile)
+		args = append(args, "--sasl-mechanism", s.Mechanism, "--sasl-user", s.User, "--sasl-password-file", "{{.Files."+FilePassword+"}}")
 	}
 	if s.TLS() {
-		args = append(args, "--tls-ca", s.CAFile, "--tls-ca-key", c.CAKey)
+		args = append(args, "--tls-ca", "{{.Files."+FileCA+"}}", "--tls-ca-key", "{{.Files."+FileCAKey+"}}")
 	}
 	return args
+}
+
+// The names of the files a secured cluster's brokers read.
+const (
+	FilePassword = "saslpassword" // the bootstrap user's password file
+	FileCA       = "tlsca"        // the cluster's CA certificate
+	FileCAKey    = "tlscakey"     // its key: each broker issues its own certificate
+)
+
+// nodeFiles are the host files securityArgs name.
+func (c *ClusterConfig) nodeFiles() []runtime.File {
+	s := c.Security
+	var out []runtime.File
+	if !s.Secured() {
+		return nil
+	}
+	if s.SASL() {
+		out = append(out, runtime.File{Name: FilePassword, Path: s.PasswordFile})
+	}
+	if s.TLS() {
+		out = append(out, runtime.File{Name: FileCA, Path: s.CAFile}, runtime.File{Name: FileCAKey, Path: c.CAKey})
+	}
+	return out
 }

@@ -24,6 +24,9 @@ type Vars struct {
 	Peers string
 	// KafkaPeers is the same list with Kafka listeners: "1@10.0.0.2:9092,...".
 	KafkaPeers string
+	// Files are where the node sees ClusterSpec.Files, by name
+	// ({{.Files.tlsca}}): FilePaths.
+	Files map[string]string
 }
 
 // PeerList renders nodes as "id@addr,..." sorted by ID, with addr chosen by pick.
@@ -37,7 +40,8 @@ func PeerList(nodes []NodeInfo, pick func(NodeInfo) string) string {
 	return strings.Join(parts, ",")
 }
 
-// VarsFor builds the Vars of node self from the cluster's node list.
+// VarsFor builds the Vars of node self from the cluster's node list; the
+// caller sets Files where its nodes see them.
 func VarsFor(self NodeInfo, all []NodeInfo, dataDir string) Vars {
 	_, kp, _ := net.SplitHostPort(self.KafkaAddr)
 	_, rp, _ := net.SplitHostPort(self.RaftAddr)

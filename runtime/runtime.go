@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
+	"path/filepath"
 	"time"
 )
 
@@ -48,6 +50,33 @@ type ClusterSpec struct {
 	// take `gregor broker`'s Args (runtime/image renders them into an
 	// image's own configuration).
 	Settings BrokerSettings
+	// Files are host files every node reads (a CA, its key, a password
+	// file): each runtime makes them readable where its nodes run, and a
+	// node's Args name where as {{.Files.NAME}} (FilePaths).
+	Files []File
+}
+
+// File is a host file the nodes read, named once: Name is what Args (and
+// an image spec's templates) call it; Path is where it is on this host.
+// A runtime whose nodes share the host reads it there; one whose nodes
+// run elsewhere (runtime/docker) copies it to FilesDir/Name in each node
+// before it starts, so a secret is never an argument nor in an image.
+type File struct {
+	Name, Path string
+}
+
+// FilePaths is where the nodes see files: under dir, or with dir empty
+// at their host paths (the nodes share the host).
+func FilePaths(files []File, dir string) map[string]string {
+	out := make(map[string]string, len(files))
+	for _, f := range files {
+		if dir == "" {
+			out[f.Name] = f.Path
+		} else {
+			out[f.Name] = path.Join(dir, f.Name)
+		}
+	}
+	return out
 }
 
 // BrokerSettings are the cluster settings an image spec may name.
@@ -62,7 +91,24 @@ type BrokerSettings struct {
 	// Dedicated: only the controller-only nodes vote in the controller
 	// quorum; otherwise every node does (KRaft combined mode).
 	Dedicated bool
+	// Security is the listener's protocol and the brokers' own SASL user
+	// (never the password: that is a File).
+	Security SecuritySettings
 }
+
+// SecuritySettings are a secured cluster's, as an image spec may name
+// them; the zero value is PLAINTEXT.
+type SecuritySettings struct {
+	Protocol, Mechanism, User string
+	// The brokers' authorizer (`gregor broker --authorizer`), its
+	// super.users and allow.everyone.if.no.acl.found.
+	Authorizer           bool
+	SuperUsers           []string
+	AllowEveryoneIfNoACL bool
+}
+
+// Secured is a listener other than PLAINTEXT.
+func (s SecuritySettings) Secured() bool { return s.Protocol != "" && s.Protocol != "PLAINTEXT" }
 
 // MaxNodes bounds a cluster: every fault is a loop over the nodes.
 const MaxNodes = 64
@@ -179,7 +225,27 @@ func (s ClusterSpec) Validate() error {
 	if s.Binary == "" {
 		return fmt.Errorf("no gregor binary given: build one with `make build` (CGO_ENABLED=0)")
 	}
+	named := map[string]bool{}
+	for _, f := range s.Files {
+		if !isIdent(f.Name) || named[f.Name] {
+			return fmt.Errorf("node file %q: give each file a distinct name of letters and digits (Args name it {{.Files.NAME}})", f.Name)
+		}
+		named[f.Name] = true
+		if !filepath.IsAbs(f.Path) {
+			return fmt.Errorf("node file %s: path %q is not absolute: give an absolute path", f.Name, f.Path)
+		}
+	}
 	return nil
+}
+
+func isIdent(s string) bool {
+	for i, r := range s {
+		ok := (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func isDNSLabel(s string) bool {

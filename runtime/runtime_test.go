@@ -50,6 +50,11 @@ func TestValidate(t *testing.T) {
 		"zero id":   func(s *ClusterSpec) { s.Nodes = []NodeSpec{{ID: 0}} },
 		"same port": func(s *ClusterSpec) { s.RaftPort = s.KafkaPort },
 		"no binary": func(s *ClusterSpec) { s.Binary = "" },
+		"file name": func(s *ClusterSpec) { s.Files = []File{{Name: "tls-ca", Path: "/ca.pem"}} },
+		"file twice": func(s *ClusterSpec) {
+			s.Files = []File{{Name: "ca", Path: "/a.pem"}, {Name: "ca", Path: "/b.pem"}}
+		},
+		"relative file": func(s *ClusterSpec) { s.Files = []File{{Name: "ca", Path: "ca.pem"}} },
 	}
 	for name, mutate := range bad {
 		s := ok
@@ -68,5 +73,30 @@ func TestCapabilitiesDefaultUnsupported(t *testing.T) {
 	}
 	if !strings.Contains(c.String(), "kill: real (SIGKILL)") {
 		t.Fatalf("report line: %q", c.String())
+	}
+}
+
+// A node file is named once and expanded where the runtime places it: the
+// host path for a runtime whose nodes share the host, a directory of the
+// node's own otherwise; a name no file has is an error, not an empty flag.
+func TestExpandArgsNamesFilesWhereTheNodeSeesThem(t *testing.T) {
+	all := nodes3()
+	files := []File{{Name: "saslpassword", Path: "/home/u/pw"}, {Name: "tlsca", Path: "/tmp/x/ca.pem"}}
+	args := []string{"--sasl-password-file", "{{.Files.saslpassword}}", "--tls-ca={{.Files.tlsca}}"}
+	for dir, want := range map[string]string{
+		"":              "--sasl-password-file /home/u/pw --tls-ca=/tmp/x/ca.pem",
+		"/gregor-files": "--sasl-password-file /gregor-files/saslpassword --tls-ca=/gregor-files/tlsca",
+	} {
+		v := VarsFor(all[0], all, "/data")
+		v.Files = FilePaths(files, dir)
+		got, err := ExpandArgs(args, v)
+		if err != nil || strings.Join(got, " ") != want {
+			t.Errorf("files under %q: %q %v, want %q", dir, got, err, want)
+		}
+	}
+	v := VarsFor(all[0], all, "/data")
+	v.Files = FilePaths(files[:1], "")
+	if _, err := ExpandArgs(args, v); err == nil || !strings.Contains(err.Error(), "tlsca") {
+		t.Errorf("an arg naming a file the spec lacks: %v, want an error naming it", err)
 	}
 }

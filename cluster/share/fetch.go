@@ -18,8 +18,12 @@ const maxFetchWait = 30 * time.Second
 // Fetch answers ShareFetch (KIP-932, v1-2): the session's epoch first, then
 // the piggybacked acknowledgements, each written before it is answered,
 // then records acquired from the session's partitions, waiting up to
-// MaxWaitMillis for some when there are none.
-func (m *Manager) Fetch(ctx context.Context, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+// MaxWaitMillis for some when there are none. read says whether the
+// caller may READ a topic (nil: every one): a partition of a topic it may
+// not is answered TOPIC_AUTHORIZATION_FAILED, neither acknowledged nor
+// fetched, but stays in the session (KafkaApis.handleShareFetchRequest
+// asks at every request, so a later grant lets it be fetched).
+func (m *Manager) Fetch(ctx context.Context, req *kmsg.ShareFetchRequest, read Reader) *kmsg.ShareFetchResponse {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	if !memberValid(req.MemberID) || req.GroupID == nil || *req.GroupID == "" {
 		resp.ErrorCode = kerr.InvalidRequest.Code
@@ -65,6 +69,10 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.ShareFetchRequest) *kmsg.
 				bs = append(bs, AckBatch{First: b.FirstOffset, Last: b.LastOffset, Types: b.AcknowledgeTypes})
 			}
 			rp := out.partition(t.TopicID, p.Partition)
+			if !read.allows(m, t.TopicID) {
+				rp.AcknowledgeErrorCode = kerr.TopicAuthorizationFailed.Code // KafkaApis.handleAcknowledgements
+				continue
+			}
 			if e := m.ackOne(ctx, group, member, t.TopicID, p.Partition, bs); e != nil {
 				rp.AcknowledgeErrorCode = e.Code
 			}
@@ -77,14 +85,27 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.ShareFetchRequest) *kmsg.
 	if req.IsRenewAck {
 		return out.done(m)
 	}
-	m.fetchRecords(ctx, group, member, s, req, out)
+	m.fetchRecords(ctx, group, member, s, req, read, out)
 	return out.done(m)
+}
+
+// Reader says whether the caller may READ a topic; nil allows every one.
+type Reader func(topic string) bool
+
+// allows is r's answer for a topic ID; an unknown ID is allowed here and
+// answered UNKNOWN_TOPIC_ID where it is looked up.
+func (r Reader) allows(m *Manager, id [16]byte) bool {
+	if r == nil {
+		return true
+	}
+	topic, _, ok := m.env.TopicByID(id)
+	return !ok || r(topic)
 }
 
 // fetchRecords acquires from the session's partitions until some are
 // acquired, an error is to be answered, or the wait ends. Bounded by the
 // deadline: each pass either answers or waits for a change.
-func (m *Manager) fetchRecords(ctx context.Context, group, member string, s *session, req *kmsg.ShareFetchRequest, out *fetchOut) {
+func (m *Manager) fetchRecords(ctx context.Context, group, member string, s *session, req *kmsg.ShareFetchRequest, read Reader, out *fetchOut) {
 	deadline := time.Now().Add(min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxFetchWait))
 	max := int(req.MaxRecords)
 	if max <= 0 {
@@ -100,6 +121,11 @@ func (m *Manager) fetchRecords(ctx context.Context, group, member string, s *ses
 			return int(a.partition - b.partition)
 		})
 		m.mu.Unlock()
+		if len(parts) > 0 {
+			if parts = m.deny(parts, read, out); len(parts) == 0 {
+				return // every partition refused: nothing to wait for (KafkaApis)
+			}
+		}
 		var watches []<-chan struct{}
 		got := 0
 		for _, tp := range parts {
@@ -122,6 +148,19 @@ func (m *Manager) fetchRecords(ctx context.Context, group, member string, s *ses
 			return
 		}
 	}
+}
+
+// deny answers the partitions of topics read refuses
+// TOPIC_AUTHORIZATION_FAILED (KafkaApis.handleFetchFromShareFetchRequest)
+// and returns the others.
+func (m *Manager) deny(parts []tidp, read Reader, out *fetchOut) []tidp {
+	return slices.DeleteFunc(parts, func(tp tidp) bool {
+		if read.allows(m, tp.id) {
+			return false
+		}
+		out.partition(tp.id, tp.partition).ErrorCode = kerr.TopicAuthorizationFailed.Code
+		return true
+	})
 }
 
 // fetchOne acquires from one partition: how many records, and what to wait
@@ -219,8 +258,9 @@ func (o *fetchOut) done(m *Manager) *kmsg.ShareFetchResponse {
 
 // Acknowledge answers ShareAcknowledge (v1-2): the session's next epoch
 // (or -1, closing it after the acknowledgements), each partition's
-// acknowledgements written before the answer.
-func (m *Manager) Acknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
+// acknowledgements written before the answer; a partition of a topic read
+// refuses is answered TOPIC_AUTHORIZATION_FAILED and not acknowledged.
+func (m *Manager) Acknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeRequest, read Reader) *kmsg.ShareAcknowledgeResponse {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	if !memberValid(req.MemberID) || req.GroupID == nil || *req.GroupID == "" {
 		resp.ErrorCode = kerr.InvalidRequest.Code
@@ -244,6 +284,12 @@ func (m *Manager) Acknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeReq
 			var bs []AckBatch
 			for _, b := range p.AcknowledgementBatches {
 				bs = append(bs, AckBatch{First: b.FirstOffset, Last: b.LastOffset, Types: b.AcknowledgeTypes})
+			}
+			if !read.allows(m, t.TopicID) {
+				// KafkaApis.handleAcknowledgements: READ on the topic.
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
 			}
 			if e := m.ackOne(ctx, group, member, t.TopicID, p.Partition, bs); e != nil {
 				rp.ErrorCode = e.Code

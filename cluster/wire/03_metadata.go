@@ -21,7 +21,9 @@ package wire
 //   - with the authorizer (KafkaApis.handleTopicMetadataRequest): all topics
 //     are the ones the principal may DESCRIBE; a named one it may not is
 //     TOPIC_AUTHORIZATION_FAILED, as is one it may not CREATE (on the
-//     cluster or the topic) when the request would auto-create it.
+//     cluster or the topic) when the request would auto-create it;
+//   - the authorized operations (v8+) when asked: each described topic's,
+//     and (v8-10) the cluster's, as AuthHelper.authorizedOperations.
 
 import (
 	"context"
@@ -92,7 +94,11 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			if req.AllowAutoTopicCreation && s.b.AutoCreateTopics() && req.Topics != nil && !s.createAuthorized(hdr, name) {
 				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
-			} else if req.AllowAutoTopicCreation && s.b.AutoCreateTopics() && req.Topics != nil {
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			s.topicOperations(hdr, req, &mt, name)
+			if req.AllowAutoTopicCreation && s.b.AutoCreateTopics() && req.Topics != nil {
 				if _, kerrCode, _ := s.b.CreateTopic(ctx, TopicSpec{Name: name, Partitions: -1, RF: -1}); kerrCode == nil || kerrCode == kerr.TopicAlreadyExists {
 					mt.ErrorCode = kerr.LeaderNotAvailable.Code
 				}
@@ -100,6 +106,7 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
+		s.topicOperations(hdr, req, &mt, name)
 		mt.TopicID = t.ID
 		mt.IsInternal = t.Internal
 		for _, p := range t.Partitions {
@@ -121,7 +128,25 @@ func handleMetadata(s *Server, ctx context.Context, hdr header, kreq kmsg.Reques
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		// KafkaApis: the cluster's operations to a principal that may
+		// DESCRIBE it, else none (v11+ asks DescribeCluster, KIP-700).
+		resp.AuthorizedOperations = 0
+		if s.clusterAuthorized(hdr, kmsg.ACLOperationDescribe) {
+			resp.AuthorizedOperations = s.clusterAuthorizedOperations(hdr)
+		}
+	}
 	return now(resp)
+}
+
+// topicOperations sets a described topic's authorized operations when
+// asked (v8+, IncludeTopicAuthorizedOperations): KafkaApis sets them on
+// the topics the principal may describe, including the unknown ones it
+// answers, and leaves the refused ones at the schema's default.
+func (s *Server) topicOperations(hdr header, req *kmsg.MetadataRequest, mt *kmsg.MetadataResponseTopic, name string) {
+	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+		mt.AuthorizedOperations = s.authorizedOperations(hdr, kmsg.ACLResourceTypeTopic, name)
+	}
 }
 
 // controllerForClients is the node Metadata and DescribeCluster name as the

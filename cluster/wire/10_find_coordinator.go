@@ -16,7 +16,9 @@ package wire
 //     the share partition's __share_group_state partition (the share
 //     coordinator, ShareCoordinatorService.partitionFor); a broker without
 //     share groups answers COORDINATOR_NOT_AVAILABLE, as Kafka's does;
-//   - other types: INVALID_REQUEST.
+//   - other types: INVALID_REQUEST;
+//   - with the authorizer, DESCRIBE on the group or TransactionalId, and
+//     CLUSTER_ACTION for a share key, first (coordinatorRefusal).
 
 import (
 	"context"
@@ -51,12 +53,13 @@ func handleFindCoordinator(s *Server, ctx context.Context, hdr header, kreq kmsg
 	for _, key := range keys {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key, rc.NodeID, rc.Port = key, -1, -1
-		var e *kerr.Error
+		e := s.coordinatorRefusal(hdr, req.CoordinatorType, key)
 		var c Coordinator
 		gb, isGroup := s.b.(GroupBackend)
 		tb, isTxn := s.b.(TxnBackend)
 		sf, isShare := s.b.(ShareCoordinatorFinder)
 		switch {
+		case e != nil: // refused before any lookup
 		case req.CoordinatorType == coordinatorTypeShare && req.Version >= shareLookupVersion && isShare:
 			var msg string
 			if c, e, msg = sf.FindShareCoordinator(ctx, key); msg != "" {
@@ -89,4 +92,21 @@ func handleFindCoordinator(s *Server, ctx context.Context, hdr header, kreq kmsg
 		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = rc.ErrorCode, rc.ErrorMessage, rc.NodeID, rc.Host, rc.Port
 	}
 	return now(resp)
+}
+
+// coordinatorRefusal is KafkaApis.getCoordinator's authorization, before
+// any lookup: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the
+// TransactionalId (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); a share
+// partition's coordinator is the brokers' own question, CLUSTER_ACTION on
+// the cluster (Kafka throws, failing every key: the type is the request's).
+func (s *Server) coordinatorRefusal(hdr header, keyType int8, key string) *kerr.Error {
+	switch {
+	case keyType == 0 && !s.groupAuthorized(hdr, kmsg.ACLOperationDescribe, key):
+		return kerr.GroupAuthorizationFailed
+	case keyType == 1 && !s.txnIDAuthorized(hdr, kmsg.ACLOperationDescribe, key):
+		return kerr.TransactionalIDAuthorizationFailed
+	case keyType == coordinatorTypeShare && hdr.version >= shareLookupVersion && !s.clusterAuthorized(hdr, kmsg.ACLOperationClusterAction):
+		return kerr.ClusterAuthorizationFailed
+	}
+	return nil
 }

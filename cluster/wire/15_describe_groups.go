@@ -23,12 +23,20 @@ func handleDescribeGroups(s *Server, _ context.Context, hdr header, kreq kmsg.Re
 		}
 		return now(resp)
 	}
-	// KafkaApis.handleDescribeGroupsRequest: DESCRIBE on each group.
+	// KafkaApis.handleDescribeGroupsRequest: DESCRIBE on each group, and
+	// (v3+, when asked) each described group's authorized operations.
 	allowed, denied := s.authorizedGroups(hdr, kmsg.ACLOperationDescribe, req.Groups)
 	cp := *req
 	cp.Groups = allowed
 	r := c.DescribeGroups(&cp)
 	r.SetVersion(req.Version)
+	if req.Version >= 3 && req.IncludeAuthorizedOperations {
+		for i := range r.Groups {
+			if g := &r.Groups[i]; g.ErrorCode == 0 {
+				g.AuthorizedOperations = s.authorizedOperations(hdr, kmsg.ACLResourceTypeGroup, g.Group)
+			}
+		}
+	}
 	for _, g := range denied {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code

@@ -24,5 +24,7 @@ func handleShareFetch(s *Server, ctx context.Context, hdr header, kreq kmsg.Requ
 	if sb == nil {
 		return unsupported(hdr)
 	}
-	return reply{later: func() kmsg.Response { return sb.ShareManager().Fetch(ctx, req) }}
+	// KafkaApis.handleShareFetchRequest: READ on the group (requestChecks),
+	// then READ on each topic, per partition.
+	return reply{later: func() kmsg.Response { return sb.ShareManager().Fetch(ctx, req, s.topicReader(hdr)) }}
 }

@@ -21,5 +21,7 @@ func handleShareAcknowledge(s *Server, ctx context.Context, hdr header, kreq kms
 	if sb == nil {
 		return unsupported(hdr)
 	}
-	return reply{later: func() kmsg.Response { return sb.ShareManager().Acknowledge(ctx, req) }}
+	// KafkaApis.handleShareAcknowledgeRequest: READ on the group
+	// (requestChecks), then READ on each topic, per partition.
+	return reply{later: func() kmsg.Response { return sb.ShareManager().Acknowledge(ctx, req, s.topicReader(hdr)) }}
 }

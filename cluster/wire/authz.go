@@ -9,12 +9,14 @@ package wire
 // reaches this broker when it applies the metadata log's record.
 
 import (
+	"math"
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"gregor/cluster/acl"
+	"gregor/cluster/share"
 )
 
 // principal is the connection's KafkaPrincipal: its SASL user, or
@@ -75,6 +77,26 @@ func (s *Server) anyTopicAuthorized(hdr header, op kmsg.ACLOperation) bool {
 	return s.opts.Authz.AuthorizeByResourceType(s.b.Image().ACLs, hdr.principal, hdr.host, op, kmsg.ACLResourceTypeTopic)
 }
 
+// topicReader is share.Reader for the request's principal: READ on the
+// topic; nil (everything) without the authorizer.
+func (s *Server) topicReader(hdr header) share.Reader {
+	if s.opts.Authz == nil {
+		return nil
+	}
+	return func(topic string) bool { return s.topicAuthorized(hdr, kmsg.ACLOperationRead, topic) }
+}
+
+// describesAll is AuthHelper.filterByAuthorized's answer for topics: the
+// principal may DESCRIBE every one.
+func (s *Server) describesAll(hdr header, topics []string) bool {
+	for _, t := range topics {
+		if !s.topicAuthorized(hdr, kmsg.ACLOperationDescribe, t) {
+			return false
+		}
+	}
+	return true
+}
+
 // createAuthorized is KafkaApis' CREATE check for a new topic: on the
 // cluster, or on the topic.
 func (s *Server) createAuthorized(hdr header, topic string) bool {
@@ -121,14 +143,25 @@ var requestChecks = map[int16]func(s *Server, hdr header, req kmsg.Request) int1
 	47: func(s *Server, hdr header, r kmsg.Request) int16 {
 		return s.groupCheck(hdr, kmsg.ACLOperationDelete, r.(*kmsg.OffsetDeleteRequest).Group)
 	},
+	// The KIP-848 and KIP-932 heartbeats: READ on the group, then (Kafka
+	// 4.0, KAFKA-18813 and KAFKA-18817) DESCRIBE on every subscribed topic
+	// named (a regex subscription's topics are not filtered here).
 	68: func(s *Server, hdr header, r kmsg.Request) int16 {
-		return s.groupCheck(hdr, kmsg.ACLOperationRead, r.(*kmsg.ConsumerGroupHeartbeatRequest).Group)
+		req := r.(*kmsg.ConsumerGroupHeartbeatRequest)
+		if c := s.groupCheck(hdr, kmsg.ACLOperationRead, req.Group); c != 0 {
+			return c
+		}
+		return s.subscribedCheck(hdr, req.SubscribedTopicNames)
 	},
 	76: func(s *Server, hdr header, r kmsg.Request) int16 {
-		return s.groupCheck(hdr, kmsg.ACLOperationRead, r.(*kmsg.ShareGroupHeartbeatRequest).GroupID)
+		req := r.(*kmsg.ShareGroupHeartbeatRequest)
+		if c := s.groupCheck(hdr, kmsg.ACLOperationRead, req.GroupID); c != 0 {
+			return c
+		}
+		return s.subscribedCheck(hdr, req.SubscribedTopicNames)
 	},
-	// KIP-932's share reads: READ on the group (the topics' READ is not
-	// yet asked).
+	// KIP-932's share reads: READ on the group (each topic's READ is
+	// asked per partition, share.Reader).
 	78: func(s *Server, hdr header, r kmsg.Request) int16 {
 		return s.groupCheck(hdr, kmsg.ACLOperationRead, deref(r.(*kmsg.ShareFetchRequest).GroupID))
 	},
@@ -162,6 +195,15 @@ func (s *Server) groupCheck(hdr header, op kmsg.ACLOperation, group string) int1
 		return 0
 	}
 	return kerr.GroupAuthorizationFailed.Code
+}
+
+// subscribedCheck is TOPIC_AUTHORIZATION_FAILED unless the principal may
+// DESCRIBE every subscribed topic.
+func (s *Server) subscribedCheck(hdr header, topics []string) int16 {
+	if s.describesAll(hdr, topics) {
+		return 0
+	}
+	return kerr.TopicAuthorizationFailed.Code
 }
 
 func (s *Server) txnIDCheck(hdr header, id string) int16 {
@@ -227,22 +269,35 @@ func deref(p *string) string {
 	return *p
 }
 
-// clusterOperations are the operations an ACL may name on the cluster
-// (AclEntry.supportedOperations(CLUSTER)).
-var clusterOperations = []kmsg.ACLOperation{
-	kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
-	kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter,
-	kmsg.ACLOperationDescribe,
+// supportedOperations are the operations an ACL may name on each resource
+// type (AclEntry.supportedOperations).
+var supportedOperations = map[kmsg.ACLResourceType][]kmsg.ACLOperation{
+	kmsg.ACLResourceTypeCluster: {kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
+		kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribe},
+	kmsg.ACLResourceTypeTopic: {kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate, kmsg.ACLOperationDescribe,
+		kmsg.ACLOperationDelete, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs},
+	kmsg.ACLResourceTypeGroup: {kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete,
+		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs},
 }
 
-// clusterAuthorizedOperations is AuthHelper.authorizedOperations for the
-// cluster: bit 1<<code of each operation the principal may do on it.
-func (s *Server) clusterAuthorizedOperations(hdr header) int32 {
+// authorizedOperations is AuthHelper.authorizedOperations: bit 1<<code of
+// each operation the principal may do on the resource (every supported
+// one without the authorizer).
+func (s *Server) authorizedOperations(hdr header, rt kmsg.ACLResourceType, name string) int32 {
 	var bits int32
-	for _, op := range clusterOperations {
-		if s.clusterAuthorized(hdr, op) {
+	for _, op := range supportedOperations[rt] {
+		if s.authorized(hdr, op, rt, name) {
 			bits |= 1 << int8(op)
 		}
 	}
 	return bits
 }
+
+// clusterAuthorizedOperations is authorizedOperations on the cluster.
+func (s *Server) clusterAuthorizedOperations(hdr header) int32 {
+	return s.authorizedOperations(hdr, kmsg.ACLResourceTypeCluster, acl.ClusterName)
+}
+
+// notRequested is the authorized-operations fields' schema default
+// (Integer.MIN_VALUE): not asked for.
+const notRequested = math.MinInt32

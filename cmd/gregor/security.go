@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -145,7 +146,8 @@ func splitList(s string) []string {
 // with TLS a CA made here (in a directory of its own, removed by the
 // returned cleanup), from which each broker issues itself a certificate and
 // which the clients trust. The user's own TLS files are for clusters gregor
-// did not boot. Only the process runtime's brokers can read the files.
+// did not boot. The files are the brokers' (harness.ClusterConfig.Security),
+// placed by the runtime.
 func secureBoot(c *harness.ClusterConfig, sec *security.Config, runtimeName string) (cleanup func(), err error) {
 	cleanup = func() {}
 	if c.Authorizer && !sec.SASL() {
@@ -161,11 +163,14 @@ func secureBoot(c *harness.ClusterConfig, sec *security.Config, runtimeName stri
 	}
 	// The sim's brokers run in this process and read the password file as
 	// the process runtime's do; SASL is bytes over its in-memory network.
-	// TLS stays the process runtime's: its brokers issue themselves
-	// certificates from the CA's key, which the sim's disk does not hold.
+	// TLS is not the sim's: its brokers issue themselves certificates from
+	// the CA's key, which the sim's disk does not hold. The docker and
+	// image runtimes copy the files into each container
+	// (runtime.ClusterSpec.Files); an image spec says whether its
+	// templates render them (image.Spec.Security).
 	simSASL := runtimeName == "sim" && sec.Protocol == security.SASLPlaintext
-	if runtimeName != "process" && !simSASL {
-		return cleanup, fmt.Errorf("--security-protocol %s with --runtime %s: secured clusters boot on --runtime process (and SASL_PLAINTEXT on --runtime sim) only (its brokers read the CA and password files); give --runtime process", sec.Protocol, runtimeName)
+	if !slices.Contains([]string{"process", "docker", "image", "auto", ""}, runtimeName) && !simSASL {
+		return cleanup, fmt.Errorf("--security-protocol %s with --runtime %s: secured clusters boot on --runtime process, docker and image (and SASL_PLAINTEXT on --runtime sim) only; give one of those", sec.Protocol, runtimeName)
 	}
 	if sec.CAFile != "" || sec.CertFile != "" || sec.KeyFile != "" {
 		return cleanup, errors.New("--tls-ca, --tls-cert and --tls-key are for a cluster gregor did not boot: a cluster gregor boots gets a CA of its own (printed as \"tls ca:\")")

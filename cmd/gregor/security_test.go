@@ -29,14 +29,15 @@ func TestSecurityFlagRefusals(t *testing.T) {
 	}{
 		{[]string{"describe", "--bootstrap", "127.0.0.1:1", "--security-protocol", "SASL_SSL"}, "needs --sasl-mechanism"},
 		{[]string{"describe", "--bootstrap", "127.0.0.1:1", "--client-properties", props, "--sasl-user", "a"}, "not both"},
-		{append([]string{"up", "--runtime", "docker"}, sasl...), "give --runtime process"},
+		// gregor up boots clusters: external ones are booted elsewhere.
+		{append([]string{"up", "--runtime", "external"}, sasl...), "secured clusters boot on --runtime process, docker and image"},
 		{append([]string{"up", "--runtime", "process", "--tls-ca", pw}, sasl...), "use SSL or SASL_SSL"},
 		{[]string{"up", "--runtime", "process", "--security-protocol", "SSL", "--tls-ca", pw}, "holds no PEM certificate"},
 		// The authorizer's settings need the authorizer, and principals as User:NAME.
 		{[]string{"up", "--runtime", "process", "--super-users", "User:ops"}, "add --authorizer"},
 		{[]string{"up", "--runtime", "process", "--authorizer", "--super-users", "ops"}, "give principals as User:NAME"},
-		// The sim boots SASL_PLAINTEXT only: TLS stays the process runtime's.
-		{[]string{"run", "--runtime", "sim", "--security-protocol", "SASL_SSL", "--sasl-mechanism", "PLAIN", "--sasl-user", "a", "--sasl-password-file", pw}, "give --runtime process"},
+		// The sim boots SASL_PLAINTEXT only: TLS is the other booting runtimes'.
+		{[]string{"run", "--runtime", "sim", "--security-protocol", "SASL_SSL", "--sasl-mechanism", "PLAIN", "--sasl-user", "a", "--sasl-password-file", pw}, "secured clusters boot on --runtime process, docker and image"},
 	}
 	for _, tc := range cases {
 		_, err := execGregor(tc.args...)

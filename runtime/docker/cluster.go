@@ -197,7 +197,7 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) error {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			errs[i] = c.createNode(ctx, nw.Name, c.nodes[i], specs[i], infos)
+			errs[i] = c.createNode(ctx, nw.Name, c.nodes[i], specs[i], infos, spec.Files)
 		}(i)
 	}
 	wg.Wait()
@@ -242,11 +242,13 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) error {
 // the clean-up listed the run's objects would outlive it. Waiting out the
 // create makes its container known before boot returns, so Close finds it;
 // ctx is honoured right after.
-func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, ns runtime.NodeSpec, all []runtime.NodeInfo) error {
+func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, ns runtime.NodeSpec, all []runtime.NodeInfo, files []runtime.File) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("node %d: %w", ns.ID, err)
 	}
-	args, err := runtime.ExpandArgs(ns.Args, runtime.VarsFor(n.info, all, DataDir))
+	v := runtime.VarsFor(n.info, all, DataDir)
+	v.Files = runtime.FilePaths(files, FilesDir)
+	args, err := runtime.ExpandArgs(ns.Args, v)
 	if err != nil {
 		return fmt.Errorf("node %d: %w", ns.ID, err)
 	}
@@ -309,6 +311,10 @@ func (c *Cluster) createNode(ctx context.Context, networkName string, n *node, n
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("node %d: %w", ns.ID, err)
+	}
+	// Before the node starts: its broker reads them at boot.
+	if err := c.putNodeFiles(ctx, n, files); err != nil {
+		return err
 	}
 	if err := ctr.Start(ctx); err != nil {
 		return fmt.Errorf("node %d: start: %w", ns.ID, err)

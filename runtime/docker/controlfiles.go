@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -110,6 +112,44 @@ func (c *Cluster) putFile(ctx context.Context, id int32, name string, b []byte) 
 	defer cancel()
 	if err := c.cli.CopyToContainer(ctx, n.containerID, DataDir, &buf, container.CopyToContainerOptions{}); err != nil {
 		return fmt.Errorf("node %d: writing %s into its container: %w", id, path.Join(DataDir, name), err)
+	}
+	return nil
+}
+
+// putNodeFiles copies the cluster's files into node n's container, made
+// but not yet started, as FilesDir/NAME: readable by its root user only
+// (a password file, a CA's key), and in one archive, so a node never sees
+// part of them.
+func (c *Cluster) putNodeFiles(ctx context.Context, n *node, files []runtime.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dir := strings.TrimPrefix(FilesDir, "/")
+	if err := tw.WriteHeader(&tar.Header{Name: dir + "/", Mode: 0o700, ModTime: time.Now(), Typeflag: tar.TypeDir}); err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f.Path)
+		if err != nil {
+			return fmt.Errorf("node %d: file %s for its container: %w", n.info.ID, f.Name, err)
+		}
+		hdr := &tar.Header{Name: path.Join(dir, f.Name), Mode: 0o600, Size: int64(len(b)), ModTime: time.Now(), Typeflag: tar.TypeReg}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if _, err := tw.Write(b); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, copyTimeout)
+	defer cancel()
+	if err := c.cli.CopyToContainer(ctx, n.containerID, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("node %d: copying its files into %s: %w", n.info.ID, FilesDir, err)
 	}
 	return nil
 }

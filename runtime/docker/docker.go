@@ -36,6 +36,10 @@ const (
 // container's writable layer, so kill + start keeps it.
 const DataDir = "/data"
 
+// FilesDir is where each container holds ClusterSpec.Files (its writable
+// layer: kill + start keeps them; outside DataDir, which is the broker's).
+const FilesDir = "/gregor-files"
+
 // binPath is where the image holds the gregor binary.
 const binPath = "/gregor"
 

@@ -61,6 +61,11 @@ type Spec struct {
 	// ControllerOnly says the image can run controller-only nodes
 	// (--controllers N); Roles in the templates says which a node is.
 	ControllerOnly bool `yaml:"controller_only"`
+	// Security says the templates render a secured cluster's settings
+	// (.SecurityProtocol, .SASLMechanism, .SASLUser, .Files, .Authorizer,
+	// .SuperUsers, .AllowEveryoneIfNoACL): without it a secured cluster or
+	// the brokers' authorizer is refused, not booted open.
+	Security bool `yaml:"security"`
 
 	readyLog *regexp.Regexp
 }
@@ -103,6 +108,17 @@ type Vars struct {
 	Bugs                              []string
 	Dedicated                         bool
 	GregorImage                       string
+	// A secured cluster's listener protocol (empty: PLAINTEXT), the
+	// brokers' own SASL user and mechanism, and where each node holds the
+	// files they read (runtime.ClusterSpec.Files, by name: saslpassword,
+	// tlsca, tlscakey; `index .Files "tlsca"` renders empty without one).
+	SecurityProtocol, SASLMechanism, SASLUser string
+	Files                                     map[string]string
+	// The brokers' authorizer: on, its super.users ("User:a;User:b"),
+	// allow.everyone.if.no.acl.found.
+	Authorizer           bool
+	SuperUsers           string
+	AllowEveryoneIfNoACL bool
 }
 
 // DefaultReadyTimeout bounds the readiness wait when the spec gives none.
@@ -141,8 +157,17 @@ func Load(path string) (*Spec, error) {
 	}
 	// Every template must render for a node of a sample cluster.
 	all := sampleNodes()
-	if _, err := s.render(all[0], all, runtime.BrokerSettings{MinISR: 2, DefaultRF: 3, Bugs: []string{"b"}}, "cid", "gregor:x"); err != nil {
+	if _, err := s.render(all[0], all, runtime.BrokerSettings{MinISR: 2, DefaultRF: 3, Bugs: []string{"b"}}, nil, "cid", "gregor:x"); err != nil {
 		return nil, err
+	}
+	if s.Security {
+		// And for a secured one, with every file.
+		sec := runtime.BrokerSettings{MinISR: 2, DefaultRF: 3, Security: runtime.SecuritySettings{Protocol: "SASL_SSL",
+			Mechanism: "SCRAM-SHA-512", User: "admin", Authorizer: true, SuperUsers: []string{"User:a"}}}
+		files := map[string]string{"saslpassword": "/f/p", "tlsca": "/f/ca", "tlscakey": "/f/cakey"}
+		if _, err := s.render(all[0], all, sec, files, "cid", "gregor:x"); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -163,7 +188,7 @@ type rendered struct {
 }
 
 // vars are node self's template values.
-func (s *Spec) vars(self runtime.NodeInfo, all []runtime.NodeInfo, set runtime.BrokerSettings, clusterID, gregorImage string) Vars {
+func (s *Spec) vars(self runtime.NodeInfo, all []runtime.NodeInfo, set runtime.BrokerSettings, files map[string]string, clusterID, gregorImage string) Vars {
 	sorted := append([]runtime.NodeInfo(nil), all...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
 	voter := func(n runtime.NodeInfo) bool { return !set.Dedicated || n.ControllerOnly }
@@ -189,7 +214,13 @@ func (s *Spec) vars(self runtime.NodeInfo, all []runtime.NodeInfo, set runtime.B
 		Seeds:      strings.Join(seeds, ","), Nodes: sorted, ClusterID: clusterID,
 		MinISR: set.MinISR, Unclean: set.Unclean, ReplicaLagMaxMs: set.ReplicaLagMax.Milliseconds(),
 		SessionTimeoutMs: set.SessionTimeout.Milliseconds(), DefaultRF: set.DefaultRF, Bugs: set.Bugs,
-		Dedicated: set.Dedicated, GregorImage: gregorImage}
+		Dedicated: set.Dedicated, GregorImage: gregorImage,
+		SASLMechanism: set.Security.Mechanism, SASLUser: set.Security.User, Files: files,
+		Authorizer: set.Security.Authorizer, SuperUsers: strings.Join(set.Security.SuperUsers, ";"),
+		AllowEveryoneIfNoACL: set.Security.AllowEveryoneIfNoACL}
+	if set.Security.Secured() {
+		v.SecurityProtocol = set.Security.Protocol
+	}
 	switch {
 	case self.ControllerOnly:
 		v.Roles = "controller"
@@ -216,8 +247,8 @@ func expand(field, t string, v Vars) (string, error) {
 }
 
 // render renders node self's container; an error names the field.
-func (s *Spec) render(self runtime.NodeInfo, all []runtime.NodeInfo, set runtime.BrokerSettings, clusterID, gregorImage string) (rendered, error) {
-	v := s.vars(self, all, set, clusterID, gregorImage)
+func (s *Spec) render(self runtime.NodeInfo, all []runtime.NodeInfo, set runtime.BrokerSettings, files map[string]string, clusterID, gregorImage string) (rendered, error) {
+	v := s.vars(self, all, set, files, clusterID, gregorImage)
 	fail := func(field string, err error) (rendered, error) {
 		return rendered{}, fmt.Errorf("--image-spec %s: %s does not render: %w", s.Path, field, err)
 	}
@@ -297,6 +328,10 @@ func (r *Runtime) Available(ctx context.Context) error {
 // Settings are rendered into the templates).
 func (r *Runtime) Start(ctx context.Context, cs runtime.ClusterSpec) (runtime.Cluster, error) {
 	s := r.spec
+	if sec := cs.Settings.Security; !s.Security && (sec.Secured() || sec.Authorizer) {
+		return nil, fmt.Errorf("--image-spec %s renders no security settings (security: false): a %s cluster (authorizer %v) would boot open; give an image spec whose templates render them (security: true, as specs/gregor.yaml), or no security settings", s.Path, sec.Protocol, sec.Authorizer)
+	}
+	files := runtime.FilePaths(cs.Files, docker.FilesDir)
 	for _, n := range cs.Nodes {
 		if n.ControllerOnly && !s.ControllerOnly {
 			return nil, fmt.Errorf("--controllers with --image-spec %s: the image runs no controller-only nodes (controller_only: false)", s.Path)
@@ -314,7 +349,7 @@ func (r *Runtime) Start(ctx context.Context, cs runtime.ClusterSpec) (runtime.Cl
 	clusterID := newClusterID()
 	first := rendered{}
 	all := sampleNodes()
-	if first, err = s.render(all[0], all, cs.Settings, clusterID, gregorImage); err != nil {
+	if first, err = s.render(all[0], all, cs.Settings, files, clusterID, gregorImage); err != nil {
 		return nil, err
 	}
 	if first.image == "" {
@@ -322,7 +357,7 @@ func (r *Runtime) Start(ctx context.Context, cs runtime.ClusterSpec) (runtime.Cl
 	}
 	f := &docker.Foreign{Image: first.image, DataDir: s.DataDir, ReadyLog: s.readyLog,
 		Node: func(self runtime.NodeInfo, nodes []runtime.NodeInfo) (docker.ForeignNode, error) {
-			rd, err := s.render(self, nodes, cs.Settings, clusterID, gregorImage)
+			rd, err := s.render(self, nodes, cs.Settings, files, clusterID, gregorImage)
 			return rd.node, err
 		}}
 	return docker.New(docker.Options{Log: r.log, Foreign: f}).Start(ctx, cs)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gregor/runtime"
+	"gregor/runtime/docker"
 )
 
 func specFile(t *testing.T, body string) string {
@@ -64,7 +65,7 @@ func TestShippedSpecsRender(t *testing.T) {
 
 	g := load("gregor.yaml")
 	all := nodes(3, 0)
-	r, err := g.render(all[1], all, runtime.BrokerSettings{MinISR: 2, DefaultRF: 3, Bugs: []string{"ack-before-isr"}}, "cid", "gregor:abc")
+	r, err := g.render(all[1], all, runtime.BrokerSettings{MinISR: 2, DefaultRF: 3, Bugs: []string{"ack-before-isr"}}, nil, "cid", "gregor:abc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestShippedSpecsRender(t *testing.T) {
 	}
 
 	k := load("kafka-kraft-combined.yaml")
-	r, err = k.render(all[0], all, set, "cid", "")
+	r, err = k.render(all[0], all, set, nil, "cid", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestShippedSpecsRender(t *testing.T) {
 		node             int
 		roles, listeners string
 	}{{0, "broker", "PLAINTEXT://:9092"}, {4, "controller", "CONTROLLER://:9093"}} {
-		r, err = kc.render(all[c.node], all, ded, "cid", "")
+		r, err = kc.render(all[c.node], all, ded, nil, "cid", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +111,7 @@ func TestShippedSpecsRender(t *testing.T) {
 
 	rp := load("redpanda.yaml")
 	all = nodes(3, 0)
-	r, err = rp.render(all[2], all, set, "cid", "")
+	r, err = rp.render(all[2], all, set, nil, "cid", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,5 +130,46 @@ func TestControllerOnlyNeedsSupport(t *testing.T) {
 	_, err = New(s, nil).Start(context.Background(), runtime.ClusterSpec{Name: "x", Nodes: []runtime.NodeSpec{{ID: 1}, {ID: 2, ControllerOnly: true}}})
 	if err == nil || !strings.Contains(err.Error(), "controller_only: false") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A secured cluster renders into gregor.yaml's command with the files at
+// their place in the container and no secret among the arguments; a spec
+// that renders no security settings refuses it rather than boot it open.
+func TestImageSpecSecurity(t *testing.T) {
+	g, err := Load(filepath.Join("specs", "gregor.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := sampleNodes()
+	set := runtime.BrokerSettings{MinISR: 2, DefaultRF: 3, Security: runtime.SecuritySettings{Protocol: "SASL_SSL",
+		Mechanism: "SCRAM-SHA-512", User: "admin", Authorizer: true, SuperUsers: []string{"User:ops"}}}
+	files := runtime.FilePaths([]runtime.File{{Name: "saslpassword", Path: "/host/pw"}, {Name: "tlsca", Path: "/host/ca"},
+		{Name: "tlscakey", Path: "/host/cakey"}}, docker.FilesDir)
+	r, err := g.render(all[0], all, set, files, "cid", "gregor:abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--listen=SASL_SSL://10.0.0.1:9092", "--sasl-mechanism=SCRAM-SHA-512", "--sasl-user=admin",
+		"--sasl-password-file=" + docker.FilesDir + "/saslpassword", "--tls-ca=" + docker.FilesDir + "/tlsca",
+		"--tls-ca-key=" + docker.FilesDir + "/tlscakey", "--authorizer", "--super-users=User:ops"} {
+		if !slices.Contains(r.node.Cmd, want) {
+			t.Errorf("secured gregor node 1: %q lacks %s", r.node.Cmd, want)
+		}
+	}
+	if strings.Contains(strings.Join(r.node.Cmd, " "), "/host/") {
+		t.Errorf("secured gregor node 1 names a host path: %q", r.node.Cmd)
+	}
+
+	k, err := Load(filepath.Join("specs", "kafka-kraft-combined.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range []runtime.SecuritySettings{{Protocol: "SASL_SSL", Mechanism: "PLAIN", User: "a"}, {Authorizer: true}} {
+		_, err = New(k, nil).Start(context.Background(), runtime.ClusterSpec{Name: "x", Nodes: []runtime.NodeSpec{{ID: 1}},
+			Settings: runtime.BrokerSettings{Security: sec}})
+		if err == nil || !strings.Contains(err.Error(), "security: true") {
+			t.Errorf("kafka spec with %+v: got %v, want a refusal naming security: true", sec, err)
+		}
 	}
 }

@@ -139,7 +139,9 @@ func (c *Cluster) boot(ctx context.Context, spec runtime.ClusterSpec) (err error
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		args, err := runtime.ExpandArgs(ns.Args, runtime.VarsFor(infos[i], infos, filepath.Join(dir, "data")))
+		v := runtime.VarsFor(infos[i], infos, filepath.Join(dir, "data"))
+		v.Files = runtime.FilePaths(spec.Files, "") // the brokers share this host
+		args, err := runtime.ExpandArgs(ns.Args, v)
 		if err != nil {
 			return err
 		}
@@ -218,6 +220,9 @@ func (c *Cluster) Start(ctx context.Context, id int32) error {
 	if err := c.awaitDeath(ctx, id); err != nil {
 		return err
 	}
+	if err := c.awaitOutsideKill(ctx, id); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -263,6 +268,59 @@ func (c *Cluster) Start(ctx context.Context, id int32) error {
 	}()
 	n.cmd, n.exited, n.paused, n.dying = cmd, exited, false, false
 	return nil
+}
+
+// awaitOutsideKill waits, bounded by ctx, for a node's process that is
+// exiting although this runtime did not signal it: someone else's SIGKILL
+// (a fault file's `kill -9 $(gregor node pid N)` against `gregor up`), seen
+// before its Wait returned. Without it a start right after such a kill
+// (the run's heal) took the dying process for a running node and left the
+// node down for good (MEASUREMENTS 11.1).
+func (c *Cluster) awaitOutsideKill(ctx context.Context, id int32) error {
+	c.mu.Lock()
+	n, err := c.node(id)
+	if err != nil || n.cmd == nil || isDone(n.exited) || n.dying || !exiting(n.cmd.Process.Pid) {
+		c.mu.Unlock()
+		return err
+	}
+	exited := n.exited
+	c.mu.Unlock()
+	return waitExit(ctx, exited)
+}
+
+// exiting reports whether pid, a child not reaped yet, is on its way out:
+// a zombie, a SIGKILL pending (process-wide or its main thread's), or
+// PF_EXITING set (the kill taken, do_exit begun). Linux's /proc; a pid
+// /proc no longer has is exiting too.
+func exiting(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// "pid (comm) state ppid pgrp session tty tpgid flags ...": comm may
+	// hold spaces, so fields count from its closing parenthesis.
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	const pfExiting = 0x4
+	if len(f) > 6 {
+		flags, _ := strconv.ParseUint(f[6], 10, 64)
+		if f[0] == "Z" || f[0] == "X" || flags&pfExiting != 0 {
+			return true
+		}
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return true
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k != "SigPnd" && k != "ShdPnd" {
+			continue
+		}
+		if m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && m&(1<<(uint(syscall.SIGKILL)-1)) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitDeath waits, bounded by ctx, for a node's process that was sent

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -233,6 +234,39 @@ func TestStartAfterCancelledKill(t *testing.T) {
 		}
 		if pid := c.Pid(1); pid == 0 || pid == old {
 			t.Fatalf("round %d: after the restart node 1 runs pid %d (before: %d): the killed process was taken for a running node", i, pid, old)
+		}
+	}
+}
+
+// A node SIGKILLed by someone else (a fault file's `kill -9 PID`, as the
+// external runtime's runs against `gregor up` do) and started at once is
+// started again: the kill is not seen yet (the process is dying or a
+// zombie not reaped) when Start asks whether it runs, and "already
+// running" would leave it down for good.
+func TestStartRightAfterAnOutsideKill(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	c, err := Runtime{}.Start(context.Background(), peerSpec(uniqueName("t-okill"), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	pc := c.(*Cluster)
+	for round := range 20 {
+		old := pc.Pid(1)
+		if old == 0 {
+			t.Fatalf("round %d: node 1 not running", round)
+		}
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := pc.Start(ctx, 1)
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: start: %v", round, err)
+		}
+		if p := pc.Pid(1); p == 0 || p == old {
+			t.Fatalf("round %d: after an outside kill of pid %d and a start, node 1's pid is %d: not started again", round, old, p)
 		}
 	}
 }

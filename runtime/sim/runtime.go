@@ -55,7 +55,9 @@ func (r Runtime) Start(ctx context.Context, spec runtime.ClusterSpec) (runtime.C
 	cfgs := map[int32]cluster.Config{}
 	logs := map[int32]*logBuf{}
 	for i, n := range spec.Nodes {
-		args, err := runtime.ExpandArgs(n.Args, runtime.VarsFor(infos[i], infos, "/node-"+strconv.Itoa(int(n.ID))))
+		v := runtime.VarsFor(infos[i], infos, "/node-"+strconv.Itoa(int(n.ID)))
+		v.Files = runtime.FilePaths(spec.Files, "") // the brokers run in this process
+		args, err := runtime.ExpandArgs(n.Args, v)
 		if err != nil {
 			return nil, fmt.Errorf("node %d: %w", n.ID, err)
 		}
