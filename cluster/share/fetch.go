@@ -65,7 +65,7 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.ShareFetchRequest) *kmsg.
 				bs = append(bs, AckBatch{First: b.FirstOffset, Last: b.LastOffset, Types: b.AcknowledgeTypes})
 			}
 			rp := out.partition(t.TopicID, p.Partition)
-			if e := m.ackOne(ctx, group, member, t.TopicID, p.Partition, bs); e != nil {
+			if e := m.ackOne(ctx, group, member, "ShareFetch", t.TopicID, p.Partition, bs); e != nil {
 				rp.AcknowledgeErrorCode = e.Code
 			}
 		}
@@ -245,7 +245,7 @@ func (m *Manager) Acknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeReq
 			for _, b := range p.AcknowledgementBatches {
 				bs = append(bs, AckBatch{First: b.FirstOffset, Last: b.LastOffset, Types: b.AcknowledgeTypes})
 			}
-			if e := m.ackOne(ctx, group, member, t.TopicID, p.Partition, bs); e != nil {
+			if e := m.ackOne(ctx, group, member, "ShareAcknowledge", t.TopicID, p.Partition, bs); e != nil {
 				rp.ErrorCode = e.Code
 				if topic, _, ok := m.env.TopicByID(t.TopicID); ok && e == kerr.NotLeaderForPartition {
 					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = m.hint(topic, p.Partition, endpoints)
