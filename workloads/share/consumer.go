@@ -128,6 +128,9 @@ func (c *consumer) run(ctx context.Context, rng *rand.Rand, drain bool) error {
 			continue
 		}
 		idleSince = time.Now()
+		if !drain && c.stallAsked(ctx, rng, recs) {
+			continue
+		}
 		crash := !drain && rng.Float64() < pCrash
 		if !drain && rng.Float64() < pStall {
 			sleep.For(ctx, LockMs*time.Millisecond+2*time.Second)
@@ -141,6 +144,28 @@ func (c *consumer) run(ctx context.Context, rng *rand.Rand, drain bool) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// stallAsked carries out a pause-share-consumer step if one is waiting:
+// fetching paused (kgo stops asking the brokers for the topic, so its
+// client cannot acquire the records again while they wait), no processing
+// for longer than the lock, then recs acknowledged late (the lock lapsed
+// with no one else fetching: a correct broker refuses them,
+// INVALID_RECORD_STATE), and fetching resumed. The drawn stall (pStall)
+// keeps fetching, as an application stalled in its processing does.
+func (c *consumer) stallAsked(ctx context.Context, rng *rand.Rand, recs []*kgo.Record) bool {
+	var done chan int
+	select {
+	case done = <-c.w.stalls:
+	default:
+		return false
+	}
+	c.cl.PauseFetchTopics(c.w.prod.Topic)
+	sleep.For(ctx, LockMs*time.Millisecond+2*time.Second)
+	c.ack(ctx, rng, recs, false)
+	c.cl.ResumeFetchTopics(c.w.prod.Topic)
+	done <- c.proc
+	return true
 }
 
 // poll is one share-fetch line: the records returned, with the delivery
