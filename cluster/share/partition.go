@@ -363,19 +363,19 @@ func (sp *SharePartition) expire(lock uint64) {
 	if sp.stale || !sp.loaded {
 		return
 	}
-	var lapsed []Acquired
-	for _, o := range slices.Sorted(maps.Keys(sp.records)) {
-		if r := sp.records[o]; r.state == stateAcquired && r.lock == lock {
+	var lapsed []int64
+	for o, r := range sp.records {
+		if r.state == stateAcquired && r.lock == lock {
 			member := r.member
 			sp.release(r)
 			r.lapsed = member
-			lapsed = append(lapsed, Acquired{First: o, Last: o, Count: r.count})
+			lapsed = append(lapsed, o)
 		}
 	}
 	if len(lapsed) == 0 {
 		return
 	}
-	sp.trace("lock expired", "lock", lock, "runs", runsText(mergeRuns(lapsed)))
+	sp.trace("lock expired", "lock", lock, "runs", sp.runsOf(lapsed))
 	sp.advance()
 	sp.notifyAvailable()
 	if e := sp.persist(ctx); e != nil {
@@ -521,34 +521,39 @@ func (sp *SharePartition) renew(member string, batches []AckBatch, d time.Durati
 // closed: KIP-932's ShareFetch with epoch -1) and writes the state.
 // Caller holds mu.
 func (sp *SharePartition) releaseMember(ctx context.Context, member string) *kerr.Error {
-	var released []Acquired
-	for _, o := range slices.Sorted(maps.Keys(sp.records)) {
-		if r := sp.records[o]; r.state == stateAcquired && r.member == member {
+	var released []int64
+	for o, r := range sp.records {
+		if r.state == stateAcquired && r.member == member {
 			sp.release(r)
-			released = append(released, Acquired{First: o, Last: o, Count: r.count})
+			released = append(released, o)
 		}
 	}
 	if len(released) == 0 {
 		return nil
 	}
-	sp.trace("session closed", "member", member, "runs", runsText(mergeRuns(released)))
+	sp.trace("session closed", "member", member, "runs", sp.runsOf(released))
 	sp.advance()
 	sp.notifyAvailable()
 	return sp.persist(ctx)
 }
 
-// mergeRuns merges single-offset runs of consecutive offsets and equal
-// counts.
-func mergeRuns(rs []Acquired) []Acquired {
-	var out []Acquired
-	for _, r := range rs {
-		if n := len(out); n > 0 && out[n-1].Last == r.First-1 && out[n-1].Count == r.Count {
-			out[n-1].Last = r.Last
+// runsOf spells offsets as runsText does, with their counts now; "" when
+// the log is above debug (the sort is for the trace only).
+func (sp *SharePartition) runsOf(offs []int64) string {
+	if !sp.m.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		return ""
+	}
+	slices.Sort(offs)
+	var runs []Acquired
+	for _, o := range offs {
+		c := sp.records[o].count
+		if n := len(runs); n > 0 && runs[n-1].Last == o-1 && runs[n-1].Count == c {
+			runs[n-1].Last = o
 			continue
 		}
-		out = append(out, r)
+		runs = append(runs, Acquired{First: o, Last: o, Count: c})
 	}
-	return out
+	return runsText(runs)
 }
 
 // acksText spells acknowledgement batches as first-last:types.
