@@ -571,7 +571,8 @@ func acksText(batches []AckBatch) string {
 // holdersText spells what the acknowledged offsets were before the
 // acknowledgements: runs of first-last=state@count, the state "held" (by
 // member), "other" (acquired by another member), "available",
-// "acknowledged", "archived" or "none".
+// "acknowledged", "archived", "done" (terminal and dropped below the
+// SPSO) or "none".
 func (sp *SharePartition) holdersText(member string, batches []AckBatch) string {
 	type run struct {
 		first, last int64
@@ -582,8 +583,11 @@ func (sp *SharePartition) holdersText(member string, batches []AckBatch) string 
 	for _, ab := range batches {
 		for o := ab.First; o <= ab.Last && o-ab.First < 10_000; o++ {
 			state, count := "none", int16(0)
-			if r := sp.records[o]; r != nil {
+			switch r := sp.records[o]; {
+			case r != nil:
 				state, count = stateText(r, member), r.count
+			case o < sp.start:
+				state = "done" // acknowledged or archived, below the SPSO
 			}
 			if n := len(runs); n > 0 && runs[n-1].last == o-1 && runs[n-1].state == state && runs[n-1].count == count {
 				runs[n-1].last = o
