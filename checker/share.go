@@ -235,6 +235,19 @@ func (si *shareIndex) reacquired(as []*acquisition, x *acquisition) bool {
 }
 
 // checkLater compares a delivery x with a later one y (higher count).
+//
+// An accept of x taken, then y to the same process, is no anomaly by
+// itself: the client fetches ahead, so a record whose lock lapsed while it
+// waited in the client's buffer (the consumer stalled) can be acquired
+// again by the same client, at a higher count, before the consumer
+// acknowledges x; the broker takes that acknowledgement for the new
+// acquisition (an acknowledgement names a member and offsets, not a
+// delivery: Kafka's SharePartition.acknowledge checks the member and the
+// acquired state only), and the poll returns y after (issue 30's false
+// alarm, 2 of 120 runs, seen in the node logs' share-partition traces:
+// the accept met the record "held" at the higher count). What proves the
+// accept was not final is y's own acknowledgement taken: the record was
+// acquired again after it.
 func (si *shareIndex) checkLater(ix *index, col *collector, ex func(string, ...int32) Example, x, y *acquisition) {
 	for _, ack := range x.acks {
 		sent := ix.calls[ack.call].start
@@ -245,9 +258,17 @@ func (si *shareIndex) checkLater(ix *index, col *collector, ex func(string, ...i
 			col.add(ShareDoubleAcquire, func() Example {
 				return ex(fmt.Sprintf("delivered to process %v (count %d) while process %v still held it: its %s, sent after, was taken", y.proc, y.count, x.proc, ack.typ), x.call, y.call, ack.call)
 			})
+		case y.proc == x.proc && len(y.acks) == 0:
+			// The accept may have answered y, acquired ahead by the client.
 		case ack.typ == history.ShareAccept:
 			col.add(ShareAcceptedRedelivered, func() Example {
-				return ex(fmt.Sprintf("accepted by process %v, then delivered again (count %d)", x.proc, y.count), x.call, ack.call, y.call)
+				calls := []int32{x.call, ack.call, y.call}
+				note := fmt.Sprintf("accepted by process %v, then delivered again (count %d)", x.proc, y.count)
+				if y.proc == x.proc && len(y.acks) > 0 {
+					note += fmt.Sprintf(" and its %s of that delivery taken", y.acks[0].typ)
+					calls = append(calls, y.acks[0].call)
+				}
+				return ex(note, calls...)
 			})
 		}
 	}

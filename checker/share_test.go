@@ -134,3 +134,48 @@ func TestShareFailoverCountRegression(t *testing.T) {
 		t.Fatalf("p3's accept taken after p4's delivery at count 3: no %s; anomalies %v:\n%s", ShareDoubleAcquire, res.Counts, res.JSON())
 	}
 }
+
+// A record prefetched by p2's client, whose lock lapsed in the client's
+// buffer while p2 stalled, is acquired again by the same client at count 2
+// (fetched at 16.2 s) before p2 accepts its count-1 delivery (17.0 s):
+// the broker takes the accept for the count-2 acquisition, which p2's next
+// poll returns, and p2's release of it is refused (INVALID_RECORD_STATE).
+// Valid (issue 30's false alarm). The trap is a trap: with that release
+// taken, the record was acquired again after the accept.
+func TestSharePrefetchedReacquisition(t *testing.T) {
+	res, err := Check(readFixture(t, "share-prefetch-trap"), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Valid != ValidTrue || len(res.Counts) != 0 {
+		t.Fatalf("valid %v, anomalies %v:\n%s", res.Valid, res.Counts, res.JSON())
+	}
+	ops := readFixture(t, "share-prefetch-trap")
+	setAckTaken(ops, 2)
+	res, err = Check(ops, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts[ShareAcceptedRedelivered] == 0 {
+		t.Fatalf("p2's release of its count-2 delivery taken after its accept: no %s; anomalies %v:\n%s", ShareAcceptedRedelivered, res.Counts, res.JSON())
+	}
+}
+
+// setAckTaken makes every acknowledgement of the delivery count count
+// taken.
+func setAckTaken(ops []history.Op, count int16) {
+	for i := range ops {
+		op := &ops[i]
+		if op.F != history.FShareAck || op.Type != history.Invoke {
+			continue
+		}
+		var a history.ShareAck
+		_ = json.Unmarshal(op.Raw, &a)
+		if len(a.Acks) == 0 || a.Acks[0].Count != count {
+			continue
+		}
+		done := &ops[i+1]
+		done.Type = history.OK
+		done.Raw, _ = json.Marshal(history.ShareAck{Acks: a.Acks, Member: a.Member})
+	}
+}

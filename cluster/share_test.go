@@ -1,8 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -316,4 +320,74 @@ func (tc *testCluster) shareStateLeader(group, topic string) int32 {
 	}
 	k := share.StateKey{Group: group, TopicID: im.Topics[topic].ID, Partition: 0}
 	return t.Partitions[coordinator.PartitionFor(k.CoordinatorKey(), int32(len(t.Partitions)))].Leader
+}
+
+// lockedBuffer is a log sink the brokers' goroutines share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Issue 30's false alarm at the broker: a member whose lock lapsed and
+// that acquired the records again (its client fetching ahead) has the
+// acknowledgement it sends for the first delivery applied to the second
+// (an acknowledgement names a member and offsets: Kafka's
+// SharePartition.acknowledge), and its acknowledgement of the second is
+// refused (INVALID_RECORD_STATE, the records acknowledged). The node log's
+// debug trace shows both: what each acknowledgement met, and the request
+// that carried it.
+func TestShareAckAppliesToTheMembersReacquisition(t *testing.T) {
+	logs := &lockedBuffer{}
+	tc, group := shareCluster(t, 4, func(c *Config) {
+		c.Share.LockDuration, c.Share.MinLockDuration = 300*time.Millisecond, 100*time.Millisecond
+		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	a := tc.shareMember(group, "member-a", "q")
+	if got := acquired(a.fetch()); len(got) != 4 || got[0] != 1 {
+		t.Fatalf("a acquired %v, want 0-3 at delivery count 1", got)
+	}
+	// Event-based: a's own long poll returns once its lock lapses.
+	var got map[int64]int16
+	tc.waitFor("a's lock expired", 20*time.Second, func() error {
+		if got = acquired(a.fetch()); len(got) == 0 {
+			return fmt.Errorf("nothing released yet")
+		}
+		return nil
+	})
+	if len(got) != 4 || got[0] != 2 {
+		t.Fatalf("a acquired %v again, want 0-3 at delivery count 2", got)
+	}
+	if code := a.ack(0, 3, 1); code != 0 {
+		t.Fatalf("a accepting (sent for count 1, held at count 2): error %d, want taken", code)
+	}
+	if code := a.ack(0, 3, 2); code != kerr.InvalidRecordState.Code {
+		t.Fatalf("a releasing the accepted records: error %d, want INVALID_RECORD_STATE", code)
+	}
+	trace := logs.String()
+	for _, want := range []string{`msg="share partition: lock expired"`, `runs=0-3@1`, `runs=0-3@2`,
+		`via=ShareAcknowledge acks=0-3:[1] met="0-3=held@2" err=none`,
+		`via=ShareAcknowledge acks=0-3:[2] met="0-3=done@0" err=INVALID_RECORD_STATE`} {
+		if !strings.Contains(trace, want) {
+			t.Errorf("node log lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		for _, l := range strings.Split(trace, "\n") {
+			if strings.Contains(l, "share partition") {
+				t.Log(l)
+			}
+		}
+	}
 }

@@ -304,12 +304,15 @@ func (c *Config) validateWorkload(wl kit.Descriptor) error {
 // consumer group, transactions) when the run's workload offers none,
 // naming the workloads that do.
 func offered(wl kit.Descriptor, k nemesis.Kind) error {
-	if !nemesis.GroupOnly(k) && !nemesis.TxnOnly(k) || wl.Offers(string(k)) {
+	if !nemesis.GroupOnly(k) && !nemesis.TxnOnly(k) && !nemesis.ShareOnly(k) || wl.Offers(string(k)) {
 		return nil
 	}
 	what := "transactions"
-	if nemesis.GroupOnly(k) {
+	switch {
+	case nemesis.GroupOnly(k):
 		what = "a consumer group"
+	case nemesis.ShareOnly(k):
+		what = "a share group's consumers"
 	}
 	return fmt.Errorf("--nemesis %s acts on %s: add --workload %s", k, what,
 		kit.OrList(all.Workloads.Names(func(d kit.Descriptor) bool { return d.Offers(string(k)) })))

@@ -53,6 +53,12 @@ const (
 	// lazyfs cluster every kill is a power cut: the restart races after
 	// power loss, hit many times per run.
 	NemesisRestartStorm = "restart-storm"
+	// NemesisPauseShareConsumer stalls one share consumer of the share
+	// workload past its acquisition lock (share.record.lock.duration.ms):
+	// at its next poll that returns records it stops fetching and
+	// processing, then acknowledges those records late and fetches again
+	// (issue 30: the lock lapses with no one else to take the records).
+	NemesisPauseShareConsumer = "pause-share-consumer"
 )
 
 // Nemesis targets, as --nemesis-target and test.json's "nemesis_target"
@@ -130,6 +136,10 @@ const (
 	// still do: shrink the ISR, abort transactions early, shift
 	// LogAppendTime).
 	ClockFault
+	// ShareFault: the fault acts on a share group's consumers (KIP-932);
+	// only the share workload has them. The theory allows nothing for it:
+	// a consumer's stall past its lock is what the lock is for.
+	ShareFault
 )
 
 // NemesisKinds lists every kind with its classes, in the order --help
@@ -171,6 +181,7 @@ var NemesisKinds = []struct {
 	// cut); a flipped bit is cut from the replica with what follows it.
 	{NemesisDiskFault, TakesLeaderAway | PowerCut | StorageFault},
 	{NemesisClockSkew, ClockFault},
+	{NemesisPauseShareConsumer, ClientFault | ShareFault},
 }
 
 // NemesisClasses are kind's classes; an unknown kind has none.

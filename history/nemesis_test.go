@@ -41,12 +41,13 @@ func TestNemesisVocabulary(t *testing.T) {
 		NemesisFaultPoints:        TakesLeaderAway | PowerCut | DelaysRequests,
 		NemesisDiskFault:          TakesLeaderAway | PowerCut | StorageFault,
 		NemesisClockSkew:          ClockFault,
+		NemesisPauseShareConsumer: ClientFault | ShareFault,
 	} {
 		if got := NemesisClasses(kind); got != want {
 			t.Errorf("%s: classes %b, want %b", kind, got, want)
 		}
 	}
-	if len(seen) != 21 || NemesisClasses("explode") != 0 {
+	if len(seen) != 22 || NemesisClasses("explode") != 0 {
 		t.Errorf("%d kinds; an unknown kind has classes %b", len(seen), NemesisClasses("explode"))
 	}
 	if EndVerb(NemesisKill) != VerbStart || EndVerb(NemesisKIP101) != "end-kip101" || !IsEndVerb(VerbHealAll) {

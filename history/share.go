@@ -38,6 +38,11 @@ type ShareRecord struct {
 	Offset int64  `json:"offset"`
 	Value  int64  `json:"value"`
 	Count  int16  `json:"count"` // delivery count (1: first delivery)
+	// Fetched is when (the history's clock, ns) the client received the
+	// ShareFetch answer that acquired the record: the broker acquired it
+	// no later. A poll can return it much later (the client fetches
+	// ahead). 0: not recorded (histories before it was).
+	Fetched int64 `json:"fetched,omitempty"`
 }
 
 // ShareFetch is the value of an ok share-fetch line.
@@ -47,6 +52,10 @@ type ShareFetch struct {
 	LockMs   int64         `json:"lock_ms"`
 	Limit    int16         `json:"limit"`
 	Acquired []ShareRecord `json:"acquired"`
+	// Member is the client's share-group member id as last heartbeated
+	// (the node logs' share-partition traces name it), "" before its
+	// first heartbeat.
+	Member string `json:"member,omitempty"`
 }
 
 // ShareAckItem is one record's acknowledgement.
@@ -54,12 +63,23 @@ type ShareAckItem struct {
 	Key    string `json:"key"`
 	Offset int64  `json:"offset"`
 	Type   string `json:"type"`
+	// Count is the delivery count of the delivery acknowledged (0: not
+	// recorded). The broker's answer need not be about that delivery: an
+	// acknowledgement names a member and an offset, and a member that got
+	// the record again meanwhile has it acknowledged in its new delivery.
+	Count int16 `json:"count,omitempty"`
 }
 
 // ShareAck is the value of a share-ack line.
 type ShareAck struct {
 	Acks    []ShareAckItem `json:"acks"`
 	Unknown []ShareAckItem `json:"unknown,omitempty"`
+	// Member is the member id the acknowledgements were sent as.
+	Member string `json:"member,omitempty"`
+	// Errors are, for each key of an Unknown item, why: the partition's
+	// answer (an error name), "no answer" (none came before the flush
+	// ended) or the flush's own error.
+	Errors map[string]string `json:"errors,omitempty"`
 }
 
 // ShareDrain is the value of a share-drain line.

@@ -7,7 +7,8 @@ import (
 
 // matrix/groups-faults.yaml and matrix/share-faults.yaml put the KIP-848
 // consumer protocol and the share workload under coordinator kills, leader
-// kills and partitions (share: its share coordinators too), 30 sim seeds a
+// kills and partitions (share: its share coordinators too, and a share
+// consumer paused past its lock), 30 sim seeds a
 // cell on safe brokers (issue 30's must-show).
 func TestGroupAndShareFaultMatrices(t *testing.T) {
 	for _, m := range []struct {
@@ -16,7 +17,7 @@ func TestGroupAndShareFaultMatrices(t *testing.T) {
 	}{
 		{"groups-faults.yaml", "--workload group", []string{"--nemesis-target coordinator", "--nemesis-target leader", "--nemesis partition"}},
 		{"share-faults.yaml", "--workload share", []string{"--nemesis-target coordinator", "--nemesis-target share-coordinator",
-			"--nemesis-target leader", "--nemesis partition"}},
+			"--nemesis-target leader", "--nemesis partition", "--nemesis pause-share-consumer"}},
 	} {
 		s, err := Load(m.file)
 		if err != nil {

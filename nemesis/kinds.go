@@ -40,6 +40,9 @@ const (
 	// transaction timeout (the workload carries it out). Txn workload only.
 	KillTxnCoordinator Kind = history.NemesisKillTxnCoordinator
 	PauseProducer      Kind = history.NemesisPauseProducer
+	// PauseShareConsumer stalls a share consumer past its acquisition lock
+	// (the workload carries it out). Share workload only.
+	PauseShareConsumer Kind = history.NemesisPauseShareConsumer
 )
 
 // Kinds lists every kind, in the order --help shows them
@@ -61,6 +64,9 @@ func TxnOnly(k Kind) bool { return history.NemesisClasses(string(k))&history.Txn
 
 // GroupOnly reports whether k needs the group workload.
 func GroupOnly(k Kind) bool { return history.NemesisClasses(string(k))&history.GroupFault != 0 }
+
+// ShareOnly reports whether k needs the share workload.
+func ShareOnly(k Kind) bool { return history.NemesisClasses(string(k))&history.ShareFault != 0 }
 
 // ParseKinds parses --nemesis values ("kill,pause" arrives split by cobra).
 // "none" or nothing yields no kinds. Duplicates are dropped.

@@ -186,9 +186,9 @@ func (r *Runner) step(ctx context.Context, i int, st Step) {
 		r.pauseProducer(ctx, st, v)
 		return
 	}
-	if GroupOnly(st.Kind) {
+	if GroupOnly(st.Kind) || ShareOnly(st.Kind) {
 		if r.Clients == nil {
-			r.write(string(st.Kind), v, errors.New("the workload has no group consumers (use --workload group)"))
+			r.write(string(st.Kind), v, errors.New("the workload has no group consumers (use --workload group, or share for pause-share-consumer)"))
 			return
 		}
 		// Recorded when it begins, with the processes once it is done: a

@@ -88,8 +88,8 @@ func SafeConsumerGroup(timeLimit time.Duration) matrix.Settings {
 
 // SafeShare is the safe configuration running the share workload
 // (KIP-932) with one share consumer, at least 60 s: its stalls past the
-// 15 s lock leave the lapsed records to no one else, so a late
-// acknowledgement meets them still available.
+// 15 s lock (pause-share-consumer's) leave the lapsed records to no one
+// else, so a late acknowledgement meets them still available.
 func SafeShare(timeLimit time.Duration) matrix.Settings {
 	s := Safe(timeLimit)
 	s.Workload = share.Name
@@ -118,6 +118,9 @@ var (
 	pipelineCrash      = matrix.Nemesis{Name: "client-crash", Kinds: []string{"client-crash"}, Interval: "2s", Duration: "1ms"}
 	killTxnCoordinator = matrix.Nemesis{Name: "kill-txn-coordinator", Kinds: []string{"kill-txn-coordinator"}, Interval: "3s", Duration: "3s"}
 	killLeader         = matrix.Nemesis{Name: "kill-leader", Kinds: []string{"kill"}, Target: "leader", Interval: "3s", Duration: "3s"}
+	// A step stalls its consumer 17 s (the workload's), so 60 s hold two
+	// or three.
+	pauseShareConsumer = matrix.Nemesis{Name: "pause-share-consumer", Kinds: []string{"pause-share-consumer"}, Interval: "3s", Duration: "1ms"}
 	kip101             = matrix.Nemesis{Name: "kip101", Kinds: []string{"kip101"}, Interval: "3s", Duration: "3s",
 		// Y must stay in the ISR through the story (the KIP's timeline).
 		Settings: matrix.Settings{Args: []string{"--replica-lag-max", "20s"}}}
@@ -158,8 +161,8 @@ func Probes(timeLimit time.Duration) []Probe {
 			Why: "the eos pipeline commits its group's offsets in each transaction; a pipeline torn down mid-transaction leaves it to be aborted, and the bug has already applied its offsets: the partition's next owner starts past input whose output was aborted (eos-missing). Leader kills rarely abort a pipeline transaction (franz-go retries the produce)"},
 		{Bug: "assign-before-revoke", Config: SafeConsumerGroup(timeLimit), Nemesis: consumerJoin,
 			Why: "KIP-848 consumer groups committing before processing (at-most-once: no redelivery allowed); a joining consumer is given partitions their owner has not revoked yet: it starts at the owner's last commit while the owner still consumes, and both process the same records (redelivered). A correct coordinator gives them only after the revoke, when the owner has committed all it polled"},
-		{Bug: "share-ack-after-lock-expiry", Config: SafeShare(timeLimit), Nemesis: killLeader,
-			Why: "the share consumer stalls past its acquisition lock before acknowledging; a correct share-partition leader refuses the late acknowledgement (INVALID_RECORD_STATE), the bug takes it while the lapsed record waits for its next delivery: the ack was sent after the poll plus the lock (share-late-ack). Leader kills add failovers, which end locks without a late ack being taken"},
+		{Bug: "share-ack-after-lock-expiry", Config: SafeShare(timeLimit), Nemesis: pauseShareConsumer,
+			Why: "the share consumer stalls past its acquisition lock with its fetching paused, then acknowledges; a correct share-partition leader refuses the late acknowledgement (INVALID_RECORD_STATE), the bug takes it while the lapsed record waits for its next delivery: the ack was sent after the poll plus the lock (share-late-ack). Leader kills (section 10.2) ended the locks before they lapsed, and a stall that kept fetching had the client acquire its lapsed records again, which every broker then takes the ack for"},
 		{Bug: "keep-deleted-acls", Config: SafeAuthz(timeLimit), Nemesis: killLeader,
 			Why: "the authz workload's grantor revokes each principal's WRITE and READ in turn and keeps them revoked past the propagation bound; a correct broker drops a deleted ACL when it applies the metadata record, the bug keeps it in the broker's cache, so the principal's sends are acknowledged and its fetches answered after the bound (unauthorized-write, unauthorized-read, forbidden under kill with acks=all and min ISR 2). Leader kills restart brokers, whose cache is rebuilt from the log"},
 		{Bug: "elect-outside-isr", Config: minISR1, Nemesis: strandLeader,

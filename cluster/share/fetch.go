@@ -73,7 +73,7 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.ShareFetchRequest, read R
 				rp.AcknowledgeErrorCode = kerr.TopicAuthorizationFailed.Code // KafkaApis.handleAcknowledgements
 				continue
 			}
-			if e := m.ackOne(ctx, group, member, t.TopicID, p.Partition, bs); e != nil {
+			if e := m.ackOne(ctx, group, member, "ShareFetch", t.TopicID, p.Partition, bs); e != nil {
 				rp.AcknowledgeErrorCode = e.Code
 			}
 		}
@@ -291,7 +291,7 @@ func (m *Manager) Acknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeReq
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			if e := m.ackOne(ctx, group, member, t.TopicID, p.Partition, bs); e != nil {
+			if e := m.ackOne(ctx, group, member, "ShareAcknowledge", t.TopicID, p.Partition, bs); e != nil {
 				rp.ErrorCode = e.Code
 				if topic, _, ok := m.env.TopicByID(t.TopicID); ok && e == kerr.NotLeaderForPartition {
 					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = m.hint(topic, p.Partition, endpoints)

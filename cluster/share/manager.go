@@ -136,8 +136,9 @@ func (m *Manager) settings(group string) groupSettings {
 // LockDuration is the acquisition lock a group's records get.
 func (m *Manager) LockDuration(group string) time.Duration { return m.settings(group).lock }
 
-// ackOne applies one partition's acknowledgements.
-func (m *Manager) ackOne(ctx context.Context, group, member string, id [16]byte, p int32, batches []AckBatch) *kerr.Error {
+// ackOne applies one partition's acknowledgements, carried by via (the
+// request kind, for the node log's trace).
+func (m *Manager) ackOne(ctx context.Context, group, member, via string, id [16]byte, p int32, batches []AckBatch) *kerr.Error {
 	topic, _, ok := m.env.TopicByID(id)
 	if !ok {
 		return kerr.UnknownTopicID
@@ -147,7 +148,7 @@ func (m *Manager) ackOne(ctx context.Context, group, member string, id [16]byte,
 		return e
 	}
 	defer sp.unlock()
-	if e := sp.acknowledge(ctx, member, batches, m.settings(group).lock); e != nil {
+	if e := sp.acknowledge(ctx, member, via, batches, m.settings(group).lock); e != nil {
 		return retriable(e)
 	}
 	return nil

@@ -2,8 +2,11 @@ package share
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,6 +67,30 @@ func (sp *SharePartition) lock(ctx context.Context) bool {
 
 func (sp *SharePartition) unlock() { <-sp.mu }
 
+// trace is the node log's debug line for a share-partition state change:
+// which member acquired, acknowledged or lost which offsets, at which
+// delivery counts, so that a history's anomaly can be laid against what
+// the broker did (issue 30). Free when the log is above debug.
+func (sp *SharePartition) trace(msg string, args ...any) {
+	l := sp.m.cfg.Logger
+	if !l.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	l.Debug("share partition: "+msg, append([]any{"group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "leader_epoch", sp.leaderEp}, args...)...)
+}
+
+// runsText spells acquired runs as first-last@count.
+func runsText(runs []Acquired) string {
+	var b strings.Builder
+	for i, r := range runs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d-%d@%d", r.First, r.Last, r.Count)
+	}
+	return b.String()
+}
+
 // leading reports whether this broker still leads the partition in the
 // epoch the share partition was loaded in.
 func (sp *SharePartition) leading() bool {
@@ -108,6 +135,7 @@ func (sp *SharePartition) load(ctx context.Context) *kerr.Error {
 	}
 	sp.trimBelow(logStart)
 	sp.loaded = true
+	sp.trace("loaded", "state_epoch", sp.stateEpoch, "spso", sp.start, "speo", sp.end, "batches", len(st.Batches))
 	return nil
 }
 
@@ -238,6 +266,7 @@ func (sp *SharePartition) acquire(member string, max int, d time.Duration) ([]Ac
 		runs = append(runs, Acquired{First: o, Last: o, Count: r.count})
 	}
 	sp.m.cfg.Clock.AfterFunc(d, func() { sp.expire(lock) })
+	sp.trace("acquired", "member", member, "lock", lock, "runs", runsText(runs))
 	raw, e := sp.batchesFor(got)
 	return runs, raw, e
 }
@@ -334,18 +363,19 @@ func (sp *SharePartition) expire(lock uint64) {
 	if sp.stale || !sp.loaded {
 		return
 	}
-	n := 0
-	for _, r := range sp.records {
+	var lapsed []int64
+	for o, r := range sp.records {
 		if r.state == stateAcquired && r.lock == lock {
 			member := r.member
 			sp.release(r)
 			r.lapsed = member
-			n++
+			lapsed = append(lapsed, o)
 		}
 	}
-	if n == 0 {
+	if len(lapsed) == 0 {
 		return
 	}
+	sp.trace("lock expired", "lock", lock, "runs", sp.runsOf(lapsed))
 	sp.advance()
 	sp.notifyAvailable()
 	if e := sp.persist(ctx); e != nil {
@@ -369,11 +399,32 @@ type AckBatch struct {
 	Types []int8
 }
 
-// acknowledge applies member's acknowledgements all or nothing, writes the
+// acknowledge applies member's acknowledgements (carried by via: a
+// ShareAcknowledge or a ShareFetch's piggyback) and traces what they met
+// and what they got. Caller holds mu.
+func (sp *SharePartition) acknowledge(ctx context.Context, member, via string, batches []AckBatch, renewLock time.Duration) *kerr.Error {
+	met := ""
+	if sp.m.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
+		met = sp.holdersText(member, batches)
+	}
+	e := sp.applyAcks(ctx, member, batches, renewLock)
+	errName := "none"
+	if e != nil {
+		errName = e.Message
+	}
+	sp.trace("acknowledgements", "member", member, "via", via, "acks", acksText(batches), "met", met, "err", errName)
+	return e
+}
+
+// applyAcks applies member's acknowledgements all or nothing, writes the
 // state and only then keeps it: a failed write leaves the records as they
-// were (SharePartition.acknowledge; INVALID_RECORD_STATE for a record the
-// member does not hold). Caller holds mu.
-func (sp *SharePartition) acknowledge(ctx context.Context, member string, batches []AckBatch, renewLock time.Duration) *kerr.Error {
+// were. An acknowledgement names a member and offsets, not a delivery:
+// Kafka's SharePartition.acknowledge (validateAcknowledgementBatchMemberId)
+// takes it from the member holding the record in the acquired state,
+// whichever of its acquisitions it was sent for, and answers
+// INVALID_RECORD_STATE for a record the member does not hold. Caller
+// holds mu.
+func (sp *SharePartition) applyAcks(ctx context.Context, member string, batches []AckBatch, renewLock time.Duration) *kerr.Error {
 	saved := make(map[int64]inflight, len(sp.records))
 	for o, r := range sp.records {
 		saved[o] = *r
@@ -470,17 +521,104 @@ func (sp *SharePartition) renew(member string, batches []AckBatch, d time.Durati
 // closed: KIP-932's ShareFetch with epoch -1) and writes the state.
 // Caller holds mu.
 func (sp *SharePartition) releaseMember(ctx context.Context, member string) *kerr.Error {
-	n := 0
-	for _, r := range sp.records {
+	var released []int64
+	for o, r := range sp.records {
 		if r.state == stateAcquired && r.member == member {
 			sp.release(r)
-			n++
+			released = append(released, o)
 		}
 	}
-	if n == 0 {
+	if len(released) == 0 {
 		return nil
 	}
+	sp.trace("session closed", "member", member, "runs", sp.runsOf(released))
 	sp.advance()
 	sp.notifyAvailable()
 	return sp.persist(ctx)
+}
+
+// runsOf spells offsets as runsText does, with their counts now; "" when
+// the log is above debug (the sort is for the trace only).
+func (sp *SharePartition) runsOf(offs []int64) string {
+	if !sp.m.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		return ""
+	}
+	slices.Sort(offs)
+	var runs []Acquired
+	for _, o := range offs {
+		c := sp.records[o].count
+		if n := len(runs); n > 0 && runs[n-1].Last == o-1 && runs[n-1].Count == c {
+			runs[n-1].Last = o
+			continue
+		}
+		runs = append(runs, Acquired{First: o, Last: o, Count: c})
+	}
+	return runsText(runs)
+}
+
+// acksText spells acknowledgement batches as first-last:types.
+func acksText(batches []AckBatch) string {
+	var b strings.Builder
+	for i, ab := range batches {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d-%d:%v", ab.First, ab.Last, ab.Types)
+	}
+	return b.String()
+}
+
+// holdersText spells what the acknowledged offsets were before the
+// acknowledgements: runs of first-last=state@count, the state "held" (by
+// member), "other" (acquired by another member), "available",
+// "acknowledged", "archived", "done" (terminal and dropped below the
+// SPSO) or "none".
+func (sp *SharePartition) holdersText(member string, batches []AckBatch) string {
+	type run struct {
+		first, last int64
+		state       string
+		count       int16
+	}
+	var runs []run
+	for _, ab := range batches {
+		for o := ab.First; o <= ab.Last && o-ab.First < 10_000; o++ {
+			state, count := "none", int16(0)
+			switch r := sp.records[o]; {
+			case r != nil:
+				state, count = stateText(r, member), r.count
+			case o < sp.start:
+				state = "done" // acknowledged or archived, below the SPSO
+			}
+			if n := len(runs); n > 0 && runs[n-1].last == o-1 && runs[n-1].state == state && runs[n-1].count == count {
+				runs[n-1].last = o
+				continue
+			}
+			runs = append(runs, run{o, o, state, count})
+		}
+	}
+	var b strings.Builder
+	for i, r := range runs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d-%d=%s@%d", r.first, r.last, r.state, r.count)
+	}
+	return b.String()
+}
+
+func stateText(r *inflight, member string) string {
+	switch r.state {
+	case stateAcquired:
+		if r.member == member {
+			return "held"
+		}
+		return "other"
+	case stateAvailable:
+		return "available"
+	case stateAcknowledged:
+		return "acknowledged"
+	case stateArchived:
+		return "archived"
+	}
+	return fmt.Sprintf("state%d", r.state)
 }

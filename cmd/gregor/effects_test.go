@@ -41,6 +41,7 @@ var effectTests = map[string]string{
 	history.NemesisFaultPoints:        "harness.TestFaultPointCrashAfterISRExpansion",
 	history.NemesisDiskFault:          "runtime/sim.TestSimDiskFaultEffects",
 	history.NemesisClockSkew:          "runtime/sim.TestSimClockSkewShiftsLogAppendTime",
+	history.NemesisPauseShareConsumer: "cmd/gregor.TestRunRuntimeSimPauseShareConsumer",
 }
 
 // TestEveryNemesisKindHasAnEffectTest: every kind history.NemesisKinds

@@ -21,6 +21,7 @@ func TestRunRefusesBadGroupSettings(t *testing.T) {
 		{[]string{"--commit-mode", "after"}, "needs --workload group"},
 		{[]string{"--static"}, "needs --workload group"},
 		{[]string{"--nemesis", "consumer-join"}, "add --workload group"},
+		{[]string{"--nemesis", "pause-share-consumer"}, "acts on a share group's consumers: add --workload share"},
 		{[]string{"--workload", "nope"}, "give queue, group, txn, eos, share or authz"},
 		{[]string{"--workload", "group", "--commit-mode", "sometimes"}, "give auto, auto-greedy, before, after or on-revoked"},
 		{[]string{"--workload", "group", "--assignor", "roundrobin"}, "give range, sticky or cooperative-sticky"},

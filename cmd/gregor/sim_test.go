@@ -531,3 +531,110 @@ func TestControlsSeedNeedsSeeds(t *testing.T) {
 		t.Fatalf("validate --controls --seed 6: %v", err)
 	}
 }
+
+// `gregor run --runtime sim --workload share --nemesis pause-share-consumer`
+// (pause-share-consumer) end to end: the paused consumer acknowledges
+// its records more than the lock (15 s) after the poll that returned them;
+// a correct broker refuses every one of those acknowledgements
+// (INVALID_RECORD_STATE: the lock lapsed and nobody fetched them again),
+// and the run is valid; a broker with share-ack-after-lock-expiry takes
+// them (share-late-ack).
+func TestRunRuntimeSimPauseShareConsumer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gregor-sim")
+	}
+	t.Setenv("GREGOR_SIM_BINARY", gregorSimBinary(t))
+	run := func(bug ...string) (string, []history.Op) {
+		store := t.TempDir()
+		root := newRoot()
+		var out, errOut bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetArgs(append([]string{"run", "--runtime", "sim", "--workload", "share", "--consumers", "1", "--controllers", "1",
+			"--dedicated-controllers", "--min-isr", "2", "--nemesis", "pause-share-consumer", "--nemesis-interval", "3s",
+			"--nemesis-duration", "1ms", "--time-limit", "40s", "--seed", "3", "--store", store}, bug...))
+		if err := root.Execute(); err != nil && !errors.As(err, new(*exitError)) {
+			t.Fatalf("gregor run: %v\nstderr:\n%s", err, errOut.String())
+		}
+		rd, err := history.LatestRun(filepath.Join(store, "share"))
+		if err != nil {
+			t.Fatalf("%v\nstderr:\n%s", err, errOut.String())
+		}
+		ops, _, _, err := history.ReadFile(rd.History())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), ops
+	}
+	out, ops := run()
+	if !strings.Contains(out, "valid: true") {
+		t.Fatalf("correct broker: stdout lacks valid: true:\n%s", out)
+	}
+	late := pausedAcks(t, ops)
+	for _, a := range late {
+		if len(a.Acks) != 0 || len(a.Unknown) == 0 {
+			t.Fatalf("correct broker: a late acknowledgement taken: %+v", a)
+		}
+		for _, it := range a.Unknown {
+			if a.Errors[it.Key] != "INVALID_RECORD_STATE" {
+				t.Fatalf("correct broker: late acknowledgement of %s answered %q, want INVALID_RECORD_STATE", it.Key, a.Errors[it.Key])
+			}
+		}
+	}
+	out, _ = run("--bug", "share-ack-after-lock-expiry")
+	if !strings.Contains(out, "valid: false") || !strings.Contains(out, "share-late-ack") {
+		t.Fatalf("share-ack-after-lock-expiry: no share-late-ack:\n%s", out)
+	}
+	t.Logf("%d paused consumers' late acknowledgements refused by the correct broker", len(late))
+}
+
+// pausedAcks returns, for each completed pause-share-consumer step, its
+// process's acknowledgement completed last before the step's end, checking
+// it was sent more than the lock after the poll before it.
+func pausedAcks(t *testing.T, ops []history.Op) []history.ShareAck {
+	t.Helper()
+	var out []history.ShareAck
+	for i, op := range ops {
+		if op.Process != history.Nemesis || op.F != history.EndVerb(history.NemesisPauseShareConsumer) || op.Error != "" {
+			continue
+		}
+		var v history.NemesisValue
+		json.Unmarshal(op.Raw, &v)
+		if len(v.Processes) != 1 {
+			t.Fatalf("pause-share-consumer ended with processes %v", v.Processes)
+		}
+		p := history.Process(v.Processes[0])
+		ai := -1
+		for j := i - 1; j >= 0 && ai < 0; j-- {
+			if o := &ops[j]; o.Process == p && o.F == history.FShareAck && o.Type == history.OK {
+				ai = j
+			}
+		}
+		if ai < 0 {
+			t.Fatalf("process %v: no acknowledgement before its pause ended", p)
+		}
+		ack := &ops[ai]
+		var poll, sent int64 = -1, -1
+		for j := ai - 1; j >= 0 && poll < 0; j-- {
+			o := &ops[j]
+			switch {
+			case o.Process == p && o.F == history.FShareAck && o.Type == history.Invoke && sent < 0:
+				sent = o.Time
+			case o.Process == p && o.F == history.FShareFetch && o.Type == history.OK:
+				poll = o.Time
+			}
+		}
+		if sent-poll < 15e9 {
+			t.Fatalf("process %v acknowledged %v after its poll, not past the 15 s lock", p, time.Duration(sent-poll))
+		}
+		var a history.ShareAck
+		if err := history.ParseShare(ack, &a); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		t.Fatal("no pause-share-consumer step completed")
+	}
+	return out
+}

@@ -73,7 +73,11 @@ func (r Runtime) Start(ctx context.Context, spec runtime.ClusterSpec) (runtime.C
 		// The sim's own: the network, the disk, the snapshots, the log.
 		cfg.Net, cfg.FS, cfg.DataDir, cfg.RaftSnapshots = base.Net, base.FS, base.DataDir, base.RaftSnapshots
 		cfg.NodeFaults, cfg.Halt = base.NodeFaults, base.Halt
-		cfg.Logger = slog.New(slog.NewTextHandler(logs[base.NodeID], &slog.HandlerOptions{Level: r.LogLevel}))
+		level := r.LogLevel
+		if cfg.Logger != nil && cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+			level = min(level, slog.LevelDebug) // the node's --log-level debug (--broker-arg)
+		}
+		cfg.Logger = slog.New(slog.NewTextHandler(logs[base.NodeID], &slog.HandlerOptions{Level: level}))
 		cfg.MetricsListen = "" // a real socket: not in the bubble
 		*base = cfg
 	}})

@@ -88,7 +88,8 @@ type Hooks struct {
 	// (nemesis.Runner.PauseProducer).
 	PauseProducer func(hold time.Duration) (process int, used time.Duration, resumed <-chan struct{}, ok bool)
 	// Clients runs a consumer step, a nemesis kind by its history name
-	// (consumer-restart, consumer-join), on the workload's clients.
+	// (consumer-restart, consumer-join; pause-share-consumer), on the
+	// workload's clients.
 	Clients func(ctx context.Context, kind string) (processes []int, err error)
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -39,19 +40,45 @@ type topicPartition struct {
 
 // consumer is one share consumer incarnation (one history process).
 type consumer struct {
-	w    *Workload
-	proc int
-	cl   *kgo.Client
-	mu   sync.Mutex // guards results
+	w      *Workload
+	proc   int
+	cl     *kgo.Client
+	member memberLog
+	mu     sync.Mutex // guards results
 	// results are the broker's answers to acknowledgements since the last
 	// flush began, by topic and partition.
 	results map[topicPartition]error
 }
 
+// memberLog is a consumer's kgo logger, there only to learn the member id
+// the client heartbeats with (kgo does not export a share member's id):
+// the history's share lines carry it, the node logs' traces name it.
+type memberLog struct{ id atomic.Pointer[string] }
+
+func (*memberLog) Level() kgo.LogLevel { return kgo.LogLevelDebug }
+
+func (l *memberLog) Log(_ kgo.LogLevel, msg string, kv ...any) {
+	if msg != "share group heartbeating" {
+		return
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if id, ok := kv[i+1].(string); ok && kv[i] == "member_id" {
+			l.id.Store(&id)
+		}
+	}
+}
+
+func (l *memberLog) get() string {
+	if id := l.id.Load(); id != nil {
+		return *id
+	}
+	return ""
+}
+
 func (w *Workload) newConsumer() (*consumer, error) {
 	c := &consumer{w: w, proc: w.q.NewProcess(), results: map[topicPartition]error{}}
 	cl, err := kgo.NewClient(append(w.opts(c.proc), kgo.ConsumeTopics(w.prod.Topic), kgo.ShareGroup(w.group),
-		kgo.FetchMaxWait(500*time.Millisecond), kgo.ShareAckCallback(c.onAcks))...)
+		kgo.FetchMaxWait(500*time.Millisecond), kgo.ShareAckCallback(c.onAcks), kgo.WithLogger(&c.member))...)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +128,9 @@ func (c *consumer) run(ctx context.Context, rng *rand.Rand, drain bool) error {
 			continue
 		}
 		idleSince = time.Now()
+		if !drain && c.stallAsked(ctx, rng, recs) {
+			continue
+		}
 		crash := !drain && rng.Float64() < pCrash
 		if !drain && rng.Float64() < pStall {
 			sleep.For(ctx, LockMs*time.Millisecond+2*time.Second)
@@ -116,6 +146,28 @@ func (c *consumer) run(ctx context.Context, rng *rand.Rand, drain bool) error {
 	return ctx.Err()
 }
 
+// stallAsked carries out a pause-share-consumer step if one is waiting:
+// fetching paused (kgo stops asking the brokers for the topic, so its
+// client cannot acquire the records again while they wait), no processing
+// for longer than the lock, then recs acknowledged late (the lock lapsed
+// with no one else fetching: a correct broker refuses them,
+// INVALID_RECORD_STATE), and fetching resumed. The drawn stall (pStall)
+// keeps fetching, as an application stalled in its processing does.
+func (c *consumer) stallAsked(ctx context.Context, rng *rand.Rand, recs []*kgo.Record) bool {
+	var done chan int
+	select {
+	case done = <-c.w.stalls:
+	default:
+		return false
+	}
+	c.cl.PauseFetchTopics(c.w.prod.Topic)
+	sleep.For(ctx, LockMs*time.Millisecond+2*time.Second)
+	c.ack(ctx, rng, recs, false)
+	c.cl.ResumeFetchTopics(c.w.prod.Topic)
+	done <- c.proc
+	return true
+}
+
 // poll is one share-fetch line: the records returned, with the delivery
 // count the broker gave each.
 func (c *consumer) poll(ctx context.Context) []*kgo.Record {
@@ -124,10 +176,11 @@ func (c *consumer) poll(ctx context.Context) []*kgo.Record {
 	fs := c.cl.PollRecords(pctx, 100)
 	cancel()
 	recs := fs.Records()
-	v := history.ShareFetch{LockMs: LockMs, Limit: DeliveryLimit, Acquired: []history.ShareRecord{}}
+	v := history.ShareFetch{LockMs: LockMs, Limit: DeliveryLimit, Acquired: []history.ShareRecord{}, Member: c.member.get()}
 	for _, r := range recs {
 		val, _ := strconv.ParseInt(string(r.Value), 10, 64)
-		v.Acquired = append(v.Acquired, history.ShareRecord{Key: kit.Key(r.Topic, r.Partition), Offset: r.Offset, Value: val, Count: int16(r.DeliveryCount())})
+		v.Acquired = append(v.Acquired, history.ShareRecord{Key: kit.Key(r.Topic, r.Partition), Offset: r.Offset, Value: val,
+			Count: int16(r.DeliveryCount()), Fetched: c.fetched(r)})
 	}
 	typ := history.OK
 	if len(recs) == 0 && fs.Err() != nil && !errors.Is(fs.Err(), context.DeadlineExceeded) {
@@ -137,10 +190,21 @@ func (c *consumer) poll(ctx context.Context) []*kgo.Record {
 	return recs
 }
 
+// fetched is when the client got the answer that acquired r, on the
+// history's clock: kgo stamps the lock's deadline as that answer's
+// arrival plus the lock the broker named (the group's LockMs).
+func (c *consumer) fetched(r *kgo.Record) int64 {
+	d := r.AcquisitionDeadline()
+	if d.IsZero() {
+		return 0
+	}
+	return c.w.q.Now() - int64(time.Since(d.Add(-LockMs*time.Millisecond)))
+}
+
 // ack draws each record's acknowledgement, flushes them and writes the
 // share-ack line: taken where the partition's answer was no error.
 func (c *consumer) ack(ctx context.Context, rng *rand.Rand, recs []*kgo.Record, drain bool) {
-	var sent history.ShareAck
+	sent := history.ShareAck{Member: c.member.get()}
 	for _, r := range recs {
 		st, name := kgo.AckAccept, history.ShareAccept
 		if u := rng.Float64(); !drain && u >= pAccept {
@@ -150,7 +214,7 @@ func (c *consumer) ack(ctx context.Context, rng *rand.Rand, recs []*kgo.Record, 
 			}
 		}
 		r.Ack(st)
-		sent.Acks = append(sent.Acks, history.ShareAckItem{Key: kit.Key(r.Topic, r.Partition), Offset: r.Offset, Type: name})
+		sent.Acks = append(sent.Acks, history.ShareAckItem{Key: kit.Key(r.Topic, r.Partition), Offset: r.Offset, Type: name, Count: int16(r.DeliveryCount())})
 	}
 	c.mu.Lock()
 	clear(c.results)
@@ -159,15 +223,26 @@ func (c *consumer) ack(ctx context.Context, rng *rand.Rand, recs []*kgo.Record, 
 	fctx, cancel := context.WithTimeout(ctx, flushWait)
 	err := c.cl.FlushAcks(fctx)
 	cancel()
-	done := history.ShareAck{Acks: []history.ShareAckItem{}}
+	done := history.ShareAck{Acks: []history.ShareAckItem{}, Member: sent.Member}
 	c.mu.Lock()
 	for i, r := range recs {
 		res, answered := c.results[topicPartition{Topic: r.Topic, Partition: r.Partition}]
 		if err == nil && answered && res == nil {
 			done.Acks = append(done.Acks, sent.Acks[i])
-		} else {
-			done.Unknown = append(done.Unknown, sent.Acks[i])
+			continue
 		}
+		done.Unknown = append(done.Unknown, sent.Acks[i])
+		why := "no answer"
+		switch {
+		case err != nil:
+			why = kit.ErrorName(err)
+		case answered:
+			why = kit.ErrorName(res)
+		}
+		if done.Errors == nil {
+			done.Errors = map[string]string{}
+		}
+		done.Errors[sent.Acks[i].Key] = why
 	}
 	c.mu.Unlock()
 	c.w.q.Write(history.ShareOp(history.Process(c.proc), history.OK, history.FShareAck, c.w.group, done))

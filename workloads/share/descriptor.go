@@ -25,6 +25,11 @@ func (Descriptor) Usage() string {
 func (Descriptor) Pipelines() bool   { return true }
 func (Descriptor) Coordinator() bool { return true }
 
+// Offers the share-consumer faults (pause-share-consumer).
+func (Descriptor) Offers(kind string) bool {
+	return history.NemesisClasses(kind)&history.ShareFault != 0
+}
+
 // Validate checks the producers on a copy; the share consumers need one.
 func (Descriptor) Validate(s *kit.Shared, _ any) error {
 	q := queue.Producers(*s, nil, 0)
@@ -38,5 +43,5 @@ func (Descriptor) New(s kit.Shared, _ any, env kit.Env) (kit.Workload, kit.Hooks
 	if err != nil {
 		return nil, kit.Hooks{}, err
 	}
-	return w, kit.Hooks{Group: w.group, ShareGroup: w.group}, nil
+	return w, kit.Hooks{Group: w.group, ShareGroup: w.group, Clients: w.step}, nil
 }

@@ -35,6 +35,10 @@ type Workload struct {
 	consumers int
 	mu        sync.Mutex // guards rng
 	rng       *rand.Rand
+	// stalls hands a pause-share-consumer step to the consumer that polls
+	// records next; it answers on the channel with its process once it
+	// has acknowledged late.
+	stalls chan chan int
 }
 
 // New prepares a workload of consumers share consumers writing to h.
@@ -50,11 +54,33 @@ func New(prod queue.Config, consumers int, h *history.Writer, epoch time.Time) (
 		return nil, err
 	}
 	return &Workload{prod: prod, q: q, group: fmt.Sprintf("gregor-share-%d", prod.Seed), consumers: consumers,
-		rng: rand.New(rand.NewPCG(uint64(prod.Seed), 0x7368617265))}, nil // "share"
+		rng: rand.New(rand.NewPCG(uint64(prod.Seed), 0x7368617265)), stalls: make(chan chan int)}, nil // "share"
 }
 
 // Ops counts completed operations.
 func (w *Workload) Ops() int64 { return w.q.Ops() }
+
+// step runs a pause-share-consumer step (kit.Hooks.Clients): the next
+// consumer to poll records stalls past its lock with fetching paused,
+// acknowledges them late and goes on; step returns its process then.
+// Bounded by ctx (the fault phase).
+func (w *Workload) step(ctx context.Context, kind string) ([]int, error) {
+	if kind != history.NemesisPauseShareConsumer {
+		return nil, fmt.Errorf("nemesis %s is not a share-consumer step", kind)
+	}
+	done := make(chan int, 1)
+	select {
+	case w.stalls <- done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case p := <-done:
+		return []int{p}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
 
 // Crash is the client-crash nemesis's hook, on the producers.
 func (w *Workload) Crash() (int, func(), bool) { return w.q.Crash() }
