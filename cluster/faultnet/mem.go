@@ -21,8 +21,8 @@ import (
 // one bubble only.
 //
 // Addresses are strings: a host needs no interface, and a dial to an
-// address nobody listens on is refused at once (a killed broker's host
-// answers with a reset, as a live kernel does). Faults are the Layer's,
+// address nobody listens on is refused after one round trip (a killed
+// broker's host answers with a reset, as a live kernel does). Faults are the Layer's,
 // applied per node on top.
 type Mem struct {
 	mu        sync.Mutex
@@ -115,16 +115,38 @@ func (m *Mem) Dial(ctx context.Context, from, addr string) (net.Conn, error) {
 	remote := memAddr{host, port}
 	refused := &net.OpError{Op: "dial", Net: "tcp", Source: local, Addr: remote, Err: syscall.ECONNREFUSED}
 	if ln == nil {
-		return nil, refused
+		return nil, refuse(ctx, refused)
 	}
 	client, server := memPipe(m, local, remote)
 	select {
 	case ln.accept <- server:
 		return client, nil
 	case <-ln.closed:
-		return nil, refused
+		return nil, refuse(ctx, refused)
 	case <-ctx.Done():
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Source: local, Addr: remote, Err: ctx.Err()}
+	}
+}
+
+// RefusalRoundTrip is what a refused dial costs: the SYN out and the
+// reset back, as on a loopback or a LAN. A refusal that cost nothing would
+// let a client that redials at once without a backoff (franz-go's
+// transactional producer loading its coordinator while every broker is
+// down: sink.produce retries a failed producer-id load at once) spin in a
+// bubble without the virtual clock ever moving, so the broker restarts it
+// waits for never come (DESIGN.md section 7, what the sim cannot model).
+const RefusalRoundTrip = 100 * time.Microsecond
+
+// refuse answers a dial with err after the refusal's round trip (or ctx's
+// end, whichever is first).
+func refuse(ctx context.Context, err *net.OpError) error {
+	t := time.NewTimer(RefusalRoundTrip)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return err
+	case <-ctx.Done():
+		return &net.OpError{Op: err.Op, Net: err.Net, Source: err.Source, Addr: err.Addr, Err: ctx.Err()}
 	}
 }
 

@@ -215,3 +215,46 @@ func TestFreezeIsAStoppedProcess(t *testing.T) {
 		}
 	})
 }
+
+// TestMemRefusalTakesARoundTrip: a client that redials a dead address at
+// once, with no backoff (franz-go's producer-id load while every broker is
+// down), must still let the virtual clock move: each refusal costs
+// RefusalRoundTrip, so the broker that comes back after 5 ms is reached.
+// A refusal that cost nothing would spin the loop through its bound at one
+// instant, the listener's goroutine never waking.
+func TestMemRefusalTakesARoundTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMem()
+		back := 5 * time.Millisecond
+		go func() {
+			time.Sleep(back)
+			if _, err := m.Listen("127.0.0.1:9092"); err != nil {
+				t.Error(err)
+			}
+		}()
+		start := time.Now()
+		const bound = 1_000_000
+		refusals := 0
+		for ; refusals < bound; refusals++ {
+			c, err := m.Dial(context.Background(), "127.0.0.2", "127.0.0.1:9092")
+			if err == nil {
+				c.Close()
+				break
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Fatalf("dial %d: %v, want connection refused", refusals, err)
+			}
+		}
+		if refusals == bound {
+			t.Fatalf("%d refusals in %v of virtual time: the redial loop froze the clock", bound, time.Since(start))
+		}
+		if want := int(back / RefusalRoundTrip); refusals != want {
+			t.Errorf("%d refusals before the listener came back after %v, want %d (one per %v)", refusals, back, want, RefusalRoundTrip)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := m.Dial(ctx, "127.0.0.2", "127.0.0.1:9093"); !errors.Is(err, context.Canceled) {
+			t.Errorf("refused dial with its context done: %v, want context.Canceled", err)
+		}
+	})
+}

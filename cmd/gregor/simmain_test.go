@@ -21,6 +21,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"gregor/runtime/sim"
 )
 
 var (
@@ -46,6 +48,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "gregor-sim: the simulation did not end within 8s of the signal; exiting")
 		os.Exit(checkUnknown)
 	}()
+	go sim.WatchClock(nil, simStallAfter, simStalled)
 	// The testing package's own lines (a bubble's deadlock report) go to
 	// stderr, but its closing PASS does not; stdout is the run's.
 	pr, pw, err := os.Pipe()
@@ -74,6 +77,25 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "gregor-sim: the simulation failed (see above)")
 	}
 	os.Exit(simExit)
+}
+
+// simStallAfter is how long the virtual clock may stand still, in wall
+// time, while a cluster runs: a simulated broker has timers due every few
+// hundred milliseconds, which even a loaded machine serves within seconds;
+// the drivers' own bounds are 180 s (.ci/faultpoint-detect).
+const simStallAfter = 60 * time.Second
+
+// simStalled ends a run whose virtual clock stopped (sim.WatchClock): the
+// bubble cannot be torn down (its timers never fire), so the run is not
+// checked and ends unknown, saying why and which goroutines did it, with
+// every goroutine's stack between the two statements.
+func simStalled(s sim.Stall) {
+	verdict := "gregor-sim: the run is not checked (unknown): " + s.String() +
+		" (DESIGN.md section 7, what the sim cannot model)"
+	fmt.Fprintln(os.Stderr, verdict)
+	os.Stderr.Write(sim.AllStacks())
+	fmt.Fprintln(os.Stderr, verdict)
+	os.Exit(checkUnknown)
 }
 
 func TestSim(t *testing.T) {

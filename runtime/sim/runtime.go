@@ -85,7 +85,9 @@ func (r Runtime) Start(ctx context.Context, spec runtime.ClusterSpec) (runtime.C
 		return nil, err
 	}
 	sc := &simCluster{name: spec.Name, c: c, infos: infos, logs: logs, installed: map[int32]*cluster.Broker{},
-		pts: points{arms: map[int32][]faultpoint.Arm{}, firings: map[int32][]faultpoint.Firing{}}}
+		pts:       points{arms: map[int32][]faultpoint.Arm{}, firings: map[int32][]faultpoint.Firing{}},
+		clockDone: make(chan struct{})}
+	go publishClock(sc.clockDone) // for WatchClock, outside the bubble
 	sc.mu.Lock()
 	for _, n := range spec.Nodes {
 		sc.installPoints(n.ID, c.Broker(n.ID))
@@ -148,6 +150,8 @@ type simCluster struct {
 	// handlers are installed, per node (guarded by pts.mu).
 	pts       points
 	installed map[int32]*cluster.Broker
+	// clockDone ends the cluster's publishClock.
+	clockDone chan struct{}
 }
 
 // chanLock is a mutex a bubble can wait on durably.
@@ -355,6 +359,7 @@ func (s *simCluster) Close(context.Context) error {
 	}
 	s.c.Close()
 	dialer.Set(nil)
+	close(s.clockDone)
 	return nil
 }
 
