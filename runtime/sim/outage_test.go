@@ -14,8 +14,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"gregor/cluster"
 )
 
 // killOnMetadata kills every broker, once armed, when the client has read
@@ -88,20 +86,11 @@ func (r *refusalClock) dial(d func(context.Context, string, string) (net.Conn, e
 func TestSimTxnProducerOutlivesEveryBrokerDown(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c, err := Start(Options{Brokers: 3, Configure: func(cfg *cluster.Config) {
-			cfg.RaftTimeout = 500 * time.Millisecond
-			cfg.SessionTimeout = 1500 * time.Millisecond
-			cfg.HeartbeatInterval = 250 * time.Millisecond
-			cfg.DefaultRF = 3
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := startTxnCluster(t)
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		base := []kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.MetadataMinAge(50 * time.Millisecond)}
+		base := quickRetries(c)
 		adm := newTestClient(t, append(base, kgo.Dialer(c.Dial)))
 		defer adm.Close()
 		const topic = "outage"

@@ -323,6 +323,29 @@ func TestSimVersusReal(t *testing.T) {
 	}
 }
 
+// startTxnCluster is three brokers with short raft, session and heartbeat
+// timeouts and RF 3 by default: the cluster the transaction tests run on.
+func startTxnCluster(t *testing.T) *Cluster {
+	t.Helper()
+	c, err := Start(Options{Brokers: 3, Configure: func(cfg *cluster.Config) {
+		cfg.RaftTimeout = 500 * time.Millisecond
+		cfg.SessionTimeout = 1500 * time.Millisecond
+		cfg.HeartbeatInterval = 250 * time.Millisecond
+		cfg.DefaultRF = 3
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// quickRetries are c's seeds for a client that retries and refreshes its
+// metadata every 50 ms, so that it follows leader changes within a test.
+func quickRetries(c *Cluster) []kgo.Opt {
+	return []kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.MetadataMinAge(50 * time.Millisecond)}
+}
+
 // TestSimTxnAndGroup: the transaction and group coordinators in the bubble:
 // a transactional producer commits and aborts batches, a group consumer
 // (read_committed) reads exactly the committed records and commits its
@@ -330,20 +353,11 @@ func TestSimVersusReal(t *testing.T) {
 func TestSimTxnAndGroup(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c, err := Start(Options{Brokers: 3, Configure: func(cfg *cluster.Config) {
-			cfg.RaftTimeout = 500 * time.Millisecond
-			cfg.SessionTimeout = 1500 * time.Millisecond
-			cfg.HeartbeatInterval = 250 * time.Millisecond
-			cfg.DefaultRF = 3
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := startTxnCluster(t)
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		base := []kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...), kgo.Dialer(c.Dial),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.MetadataMinAge(50 * time.Millisecond)}
+		base := append(quickRetries(c), kgo.Dialer(c.Dial))
 		adm, err := kgo.NewClient(base...)
 		if err != nil {
 			t.Fatal(err)
