@@ -96,24 +96,49 @@ func (c *Cluster) putFile(ctx context.Context, id int32, name string, b []byte) 
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), ModTime: time.Now(), Typeflag: tar.TypeReg}
-	if err := tw.WriteHeader(hdr); err != nil {
+	buf, err := tarOf(tarEntry{name: name, mode: 0o644, body: b})
+	if err != nil {
 		return err
 	}
-	if _, err := tw.Write(b); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, copyTimeout)
-	defer cancel()
-	if err := c.cli.CopyToContainer(ctx, n.containerID, DataDir, &buf, container.CopyToContainerOptions{}); err != nil {
+	if err := c.copyIn(ctx, n, DataDir, buf); err != nil {
 		return fmt.Errorf("node %d: writing %s into its container: %w", id, path.Join(DataDir, name), err)
 	}
 	return nil
+}
+
+// tarEntry is one member of an archive CopyToContainer unpacks: a file,
+// or with dir a directory.
+type tarEntry struct {
+	name string
+	mode int64
+	body []byte
+	dir  bool
+}
+
+// tarOf is the archive of entries, in order.
+func tarOf(entries ...tarEntry) (*bytes.Buffer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		hdr := &tar.Header{Name: e.name, Mode: e.mode, Size: int64(len(e.body)), ModTime: time.Now(), Typeflag: tar.TypeReg}
+		if e.dir {
+			hdr.Name, hdr.Size, hdr.Typeflag = e.name+"/", 0, tar.TypeDir
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(e.body); err != nil {
+			return nil, err
+		}
+	}
+	return &buf, tw.Close()
+}
+
+// copyIn unpacks an archive at dst in n's container, within copyTimeout.
+func (c *Cluster) copyIn(ctx context.Context, n *node, dst string, buf *bytes.Buffer) error {
+	ctx, cancel := context.WithTimeout(ctx, copyTimeout)
+	defer cancel()
+	return c.cli.CopyToContainer(ctx, n.containerID, dst, buf, container.CopyToContainerOptions{})
 }
 
 // putNodeFiles copies the cluster's files into node n's container, made
@@ -124,31 +149,20 @@ func (c *Cluster) putNodeFiles(ctx context.Context, n *node, files []runtime.Fil
 	if len(files) == 0 {
 		return nil
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
 	dir := strings.TrimPrefix(FilesDir, "/")
-	if err := tw.WriteHeader(&tar.Header{Name: dir + "/", Mode: 0o700, ModTime: time.Now(), Typeflag: tar.TypeDir}); err != nil {
-		return err
-	}
+	entries := []tarEntry{{name: dir, mode: 0o700, dir: true}}
 	for _, f := range files {
 		b, err := os.ReadFile(f.Path)
 		if err != nil {
 			return fmt.Errorf("node %d: file %s for its container: %w", n.info.ID, f.Name, err)
 		}
-		hdr := &tar.Header{Name: path.Join(dir, f.Name), Mode: 0o600, Size: int64(len(b)), ModTime: time.Now(), Typeflag: tar.TypeReg}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		if _, err := tw.Write(b); err != nil {
-			return err
-		}
+		entries = append(entries, tarEntry{name: path.Join(dir, f.Name), mode: 0o600, body: b})
 	}
-	if err := tw.Close(); err != nil {
+	buf, err := tarOf(entries...)
+	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, copyTimeout)
-	defer cancel()
-	if err := c.cli.CopyToContainer(ctx, n.containerID, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+	if err := c.copyIn(ctx, n, "/", buf); err != nil {
 		return fmt.Errorf("node %d: copying its files into %s: %w", n.info.ID, FilesDir, err)
 	}
 	return nil
