@@ -1,14 +1,11 @@
 package cluster
 
 import (
-	"context"
-	"net"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"gregor/cluster/kconn"
+	"gregor/cluster/kconn/kconntest"
 )
 
 // Closing a broker's peer connections does not hold their lock while a
@@ -17,39 +14,8 @@ import (
 // sync.Mutex meanwhile stopped virtual time, so the request's deadline
 // never came and the run hung.
 func TestPeerConnsCloseDoesNotHoldTheLockAcrossAClose(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan struct{}) // closed once the request reached the peer
-	go func() {                // a peer that reads and never answers
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		buf := make([]byte, 1024)
-		if _, err := nc.Read(buf); err != nil {
-			return
-		}
-		close(got)
-		for _, err := nc.Read(buf); err == nil; _, err = nc.Read(buf) {
-		}
-	}()
-	c, err := kconn.Dial(context.Background(), ln.Addr().String(), kconn.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, inFlight, release := kconntest.InFlight(t) // Close now waits for the request
 	pc := &peerConns{conns: map[int32]*kconn.Conn{2: c}}
-	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	inFlight := make(chan struct{})
-	go func() {
-		defer close(inFlight)
-		c.Request(rctx, kmsg.NewPtrApiVersionsRequest())
-	}()
-	<-got // in flight: Close now waits for it
 	closed := make(chan struct{})
 	go func() { defer close(closed); pc.close() }()
 	for {
@@ -66,7 +32,7 @@ func TestPeerConnsCloseDoesNotHoldTheLockAcrossAClose(t *testing.T) {
 			}
 		}
 	}
-	cancel() // the request ends; Close and close return
+	release() // the request ends; Close and close return
 	<-inFlight
 	<-closed
 }

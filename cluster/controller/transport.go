@@ -24,8 +24,15 @@ type KconnTransport struct {
 	// Options for every connection (dial hook, client id, versions).
 	Options kconn.Options
 
-	mu    sync.Mutex
-	conns map[int32]*kconn.Conn
+	// mu guards conns and closed and is never held across a connection's
+	// Close or a dial: Close waits for the request in flight (to a frozen
+	// or dead node, until its deadline), and a caller waiting on a
+	// sync.Mutex is not durably blocked in the sim's bubble, so virtual
+	// time, and with it that deadline, would stop (MEASUREMENTS 2.000000000b;
+	// the peer connections' same bug, 4.3).
+	mu     sync.Mutex
+	conns  map[int32]*kconn.Conn
+	closed bool // after Close no connection is cached: a late dial is closed again
 }
 
 // Roundtrip implements Transport.
@@ -41,21 +48,25 @@ func (t *KconnTransport) Roundtrip(ctx context.Context, nodeID int32, req kmsg.R
 	return resp, err
 }
 
-// Close closes every cached connection.
+// Close closes every cached connection, outside the lock.
 func (t *KconnTransport) Close() {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	for id, c := range t.conns {
+	conns := t.conns
+	t.conns, t.closed = nil, true
+	t.mu.Unlock()
+	for _, c := range conns {
 		c.Close()
-		delete(t.conns, id)
 	}
 }
 
 func (t *KconnTransport) conn(ctx context.Context, id int32) (*kconn.Conn, error) {
 	t.mu.Lock()
-	c := t.conns[id]
+	c, closed := t.conns[id], t.closed
 	t.mu.Unlock()
-	if c != nil {
+	switch {
+	case closed:
+		return nil, fmt.Errorf("controller: transport to node %d closed", id)
+	case c != nil:
 		return c, nil
 	}
 	addr, ok := t.Addrs[id]
@@ -67,15 +78,21 @@ func (t *KconnTransport) conn(ctx context.Context, id int32) (*kconn.Conn, error
 		return nil, err
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.conns == nil {
-		t.conns = map[int32]*kconn.Conn{}
+	if t.closed {
+		t.mu.Unlock()
+		c.Close()
+		return nil, fmt.Errorf("controller: transport to node %d closed", id)
 	}
 	if old := t.conns[id]; old != nil { // a racing caller dialed too
+		t.mu.Unlock()
 		c.Close()
 		return old, nil
 	}
+	if t.conns == nil {
+		t.conns = map[int32]*kconn.Conn{}
+	}
 	t.conns[id] = c
+	t.mu.Unlock()
 	return c, nil
 }
 
