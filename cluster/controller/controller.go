@@ -95,8 +95,17 @@ func (c *Controller) open() error {
 		var d net.Dialer
 		dial = d.DialContext
 	}
+	// MaxRPCsInFlight 1: no pipelined replication. hashicorp/raft's
+	// pipeline can wedge when a follower's answer fails (a stalled link's
+	// read deadline): pipelineDecode returns, leaving decodeResponses
+	// parked on doneCh while pipelineReplicate parks its next send on
+	// inprogressCh, and the pipeline's Close is deferred behind it; no
+	// more entries reach that follower and Shutdown waits forever (a
+	// controller test hung 14 minutes in CI under a stall partition;
+	// hashicorp/raft#612, grafana/pyroscope#5518). Synchronous
+	// AppendEntries are bounded by Timeout; the quorum's traffic is light.
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: &streamLayer{Listener: ln, dial: dial}, MaxPool: 3,
+		Stream: &streamLayer{Listener: ln, dial: dial}, MaxPool: 3, MaxRPCsInFlight: 1,
 		Timeout: c.cfg.RaftIOTimeout, Logger: c.log})
 
 	rc := raft.DefaultConfig()
