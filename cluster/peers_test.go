@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"testing"
-	"time"
 
 	"gregor/cluster/kconn"
 	"gregor/cluster/kconn/kconntest"
@@ -18,20 +17,13 @@ func TestPeerConnsCloseDoesNotHoldTheLockAcrossAClose(t *testing.T) {
 	pc := &peerConns{conns: map[int32]*kconn.Conn{2: c}}
 	closed := make(chan struct{})
 	go func() { defer close(closed); pc.close() }()
-	for {
-		select {
-		case <-inFlight:
-			t.Fatal("the peer connections' lock was held until the request in flight ended")
-		case <-time.After(5 * time.Millisecond):
+	kconntest.LetGoBeforeTheRequestEnds(t, inFlight, func() bool {
+		if !pc.mu.TryLock() {
+			return false
 		}
-		if pc.mu.TryLock() {
-			done := pc.closed
-			pc.mu.Unlock()
-			if done {
-				break
-			}
-		}
-	}
+		defer pc.mu.Unlock()
+		return pc.closed
+	})
 	release() // the request ends; Close and close return
 	<-inFlight
 	<-closed

@@ -3,7 +3,6 @@ package controller
 import (
 	"net"
 	"testing"
-	"time"
 
 	"gregor/cluster/kconn"
 	"gregor/cluster/kconn/kconntest"
@@ -25,20 +24,14 @@ func TestKconnTransportCloseDoesNotHoldTheLockAcrossAClose(t *testing.T) {
 	tr := &KconnTransport{Addrs: map[int32]string{1: "127.0.0.1:1", 2: ln.Addr().String()}, conns: map[int32]*kconn.Conn{1: c}}
 	closed := make(chan struct{})
 	go func() { defer close(closed); tr.Close() }()
-	for {
-		select {
-		case <-inFlight:
-			t.Fatal("the transport's lock was held until the request in flight ended")
-		case <-time.After(5 * time.Millisecond):
+	kconntest.LetGoBeforeTheRequestEnds(t, inFlight, func() bool {
+		if !tr.mu.TryLock() {
+			return false
 		}
-		if tr.mu.TryLock() {
-			done := tr.closed
-			tr.mu.Unlock()
-			if done {
-				break
-			}
-		}
-	}
+		defer tr.mu.Unlock()
+		return tr.closed
+	})
+
 	if _, err := tr.conn(t.Context(), 2); err == nil {
 		t.Fatal("a closed transport handed out a connection")
 	}

@@ -54,3 +54,21 @@ func InFlight(t *testing.T) (c *kconn.Conn, done <-chan struct{}, release func()
 	<-got
 	return c, ended, cancel
 }
+
+// LetGoBeforeTheRequestEnds polls released every 5 ms until it reports
+// that the closer let go of its lock (a TryLock that sees the close
+// done), and fails the test if the request from InFlight ends first:
+// the lock was held across the Close that waits for it.
+func LetGoBeforeTheRequestEnds(t *testing.T, inFlight <-chan struct{}, released func() bool) {
+	t.Helper()
+	for {
+		select {
+		case <-inFlight:
+			t.Fatal("the lock was held until the request in flight ended")
+		case <-time.After(5 * time.Millisecond):
+		}
+		if released() {
+			return
+		}
+	}
+}
