@@ -25,7 +25,9 @@ func interruptContext(parent context.Context, errOut io.Writer) (context.Context
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		select {
 		case s := <-sig:
 			fmt.Fprintf(errOut, "gregor: %v: stopping (a second signal exits at once)\n", s)
@@ -35,20 +37,35 @@ func interruptContext(parent context.Context, errOut io.Writer) (context.Context
 		}
 		select {
 		case s := <-sig:
-			fmt.Fprintf(errOut, "gregor: second %v: exiting now\n", s)
-			external.KillCommands() // their contexts will not end them now
-			simChildren.kill()
-			code := 130
-			if n, ok := s.(syscall.Signal); ok {
-				code = 128 + int(n)
-			}
-			os.Exit(code)
+			exitNow(errOut, s)
 		case <-done:
+			// A second signal that came before the stop's signal.Stop
+			// is in sig though done won the select: it still exits at
+			// once, or the run's own exit would race it.
+			select {
+			case s := <-sig:
+				exitNow(errOut, s)
+			default:
+			}
 		}
 	}()
 	return ctx, func() {
-		signal.Stop(sig)
+		signal.Stop(sig) // from here a signal has its default action: death by it
 		close(done)
+		<-finished
 		cancel()
 	}
+}
+
+// exitNow is the second signal: the commands and simulators gregor
+// started are killed, and gregor exits as a shell reports death by s.
+func exitNow(errOut io.Writer, s os.Signal) {
+	fmt.Fprintf(errOut, "gregor: second %v: exiting now\n", s)
+	external.KillCommands() // their contexts will not end them now
+	simChildren.kill()
+	code := 130
+	if n, ok := s.(syscall.Signal); ok {
+		code = 128 + int(n)
+	}
+	os.Exit(code)
 }
