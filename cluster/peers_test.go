@@ -17,13 +17,7 @@ func TestPeerConnsCloseDoesNotHoldTheLockAcrossAClose(t *testing.T) {
 	pc := &peerConns{conns: map[int32]*kconn.Conn{2: c}}
 	closed := make(chan struct{})
 	go func() { defer close(closed); pc.close() }()
-	kconntest.LetGoBeforeTheRequestEnds(t, inFlight, func() bool {
-		if !pc.mu.TryLock() {
-			return false
-		}
-		defer pc.mu.Unlock()
-		return pc.closed
-	})
+	kconntest.LetGoBeforeTheRequestEnds(t, inFlight, &pc.mu, &pc.closed)
 	release() // the request ends; Close and close return
 	<-inFlight
 	<-closed

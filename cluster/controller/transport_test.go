@@ -24,13 +24,7 @@ func TestKconnTransportCloseDoesNotHoldTheLockAcrossAClose(t *testing.T) {
 	tr := &KconnTransport{Addrs: map[int32]string{1: "127.0.0.1:1", 2: ln.Addr().String()}, conns: map[int32]*kconn.Conn{1: c}}
 	closed := make(chan struct{})
 	go func() { defer close(closed); tr.Close() }()
-	kconntest.LetGoBeforeTheRequestEnds(t, inFlight, func() bool {
-		if !tr.mu.TryLock() {
-			return false
-		}
-		defer tr.mu.Unlock()
-		return tr.closed
-	})
+	kconntest.LetGoBeforeTheRequestEnds(t, inFlight, &tr.mu, &tr.closed)
 
 	if _, err := tr.conn(t.Context(), 2); err == nil {
 		t.Fatal("a closed transport handed out a connection")

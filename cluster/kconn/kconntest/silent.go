@@ -5,6 +5,7 @@ package kconntest
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,11 +56,11 @@ func InFlight(t *testing.T) (c *kconn.Conn, done <-chan struct{}, release func()
 	return c, ended, cancel
 }
 
-// LetGoBeforeTheRequestEnds polls released every 5 ms until it reports
-// that the closer let go of its lock (a TryLock that sees the close
-// done), and fails the test if the request from InFlight ends first:
-// the lock was held across the Close that waits for it.
-func LetGoBeforeTheRequestEnds(t *testing.T, inFlight <-chan struct{}, released func() bool) {
+// LetGoBeforeTheRequestEnds polls mu every 5 ms until a TryLock sees
+// *closed set (the closer done and its lock let go), and fails the test if
+// the request from InFlight ends first: the lock was held across the Close
+// that waits for it.
+func LetGoBeforeTheRequestEnds(t *testing.T, inFlight <-chan struct{}, mu *sync.Mutex, closed *bool) {
 	t.Helper()
 	for {
 		select {
@@ -67,8 +68,12 @@ func LetGoBeforeTheRequestEnds(t *testing.T, inFlight <-chan struct{}, released 
 			t.Fatal("the lock was held until the request in flight ended")
 		case <-time.After(5 * time.Millisecond):
 		}
-		if released() {
-			return
+		if mu.TryLock() {
+			done := *closed
+			mu.Unlock()
+			if done {
+				return
+			}
 		}
 	}
 }
