@@ -234,6 +234,14 @@ func simOnce(ctx context.Context, bin, args string, out, errOut io.Writer) (*sim
 		code = ee.ExitCode()
 		if code < 0 {
 			code = checkUnknown
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ctx.Err() == nil {
+				// gregor signals its child only once ctx ends: this
+				// death came from outside, and the exit 3 alone would not
+				// say so (a matrix shows the cell crashed).
+				fmt.Fprintf(errOut, "gregor: gregor-sim (pid %d) died of signal %d (%v), sent by neither gregor nor its run "+
+					"(the kernel's OOM killer? a kill or pkill?): the answer is unknown; what it wrote of the history is on disk for gregor check\n",
+					c.Process.Pid, int(ws.Signal()), ws.Signal())
+			}
 		}
 	} else if err != nil {
 		return nil, 0, fmt.Errorf("gregor-sim: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -313,39 +314,8 @@ func TestRunRuntimeSimSignals(t *testing.T) {
 		{"Ctrl-C twice", []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 130},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// A copy of gregor-sim of this case's own, so that /proc
-			// tells its processes from any other test's.
-			dir := t.TempDir()
-			sim := filepath.Join(dir, "gregor-sim")
-			if err := os.Link(simBin, sim); err != nil {
-				b, err := os.ReadFile(simBin)
-				if err != nil || os.WriteFile(sim, b, 0o755) != nil {
-					t.Fatalf("copying gregor-sim: %v", err)
-				}
-			}
-			store := filepath.Join(dir, "store")
-			var errOut syncBuffer
-			cmd := exec.Command(gregor, "run", "--runtime", "sim", "--acks", "1", "--nemesis", "kill,pause", "--time-limit", "1h",
-				"--seed", "3", "--store", store)
-			cmd.Env = append(os.Environ(), "GREGOR_SIM_BINARY="+sim)
-			cmd.Stderr = &errOut
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			waitLine := func(s string) {
-				t.Helper()
-				deadline := time.Now().Add(2 * time.Minute) // a guard, not a measure
-				for !strings.Contains(errOut.String(), s) {
-					if time.Now().After(deadline) {
-						cmd.Process.Kill()
-						t.Fatalf("no %q within the guard:\n%s", s, errOut.String())
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
-			}
-			waitLine("gregor run: faults")
+			r := startSimRun(t, gregor, simBin)
+			r.waitLine(t, "gregor run: faults")
 			if len(tc.sigs) > 1 {
 				// A second signal must find gregor still stopping. Its
 				// child's bubble tears down in no virtual time, so gregor
@@ -355,35 +325,35 @@ func TestRunRuntimeSimSignals(t *testing.T) {
 				// apart. A stopped child holds gregor in its wait (its
 				// SIGTERM pending) until the second signal's SIGKILL, or
 				// WaitDelay's 10 s, ends it.
-				stopChildren(t, sim)
+				stopChildren(t, r.sim)
 			}
 			for i, sig := range tc.sigs {
 				if i > 0 {
-					waitLine("a second signal exits at once")
+					r.waitLine(t, "a second signal exits at once")
 				}
-				if err := cmd.Process.Signal(sig); err != nil {
-					t.Fatalf("signal %d (%v): %v:\n%s", i+1, sig, err, errOut.String())
+				if err := r.cmd.Process.Signal(sig); err != nil {
+					t.Fatalf("signal %d (%v): %v:\n%s", i+1, sig, err, r.errOut.String())
 				}
 			}
 			var err error
 			select {
-			case err = <-exited:
+			case err = <-r.exited:
 			case <-time.After(2 * time.Minute): // a guard: the run's time limit is an hour
-				cmd.Process.Kill()
-				t.Fatalf("still running after %v:\n%s", tc.sigs, errOut.String())
+				r.cmd.Process.Kill()
+				t.Fatalf("still running after %v:\n%s", tc.sigs, r.errOut.String())
 			}
 			ee, ok := errors.AsType[*exec.ExitError](err)
 			if !ok || ee.ExitCode() != tc.want {
-				t.Fatalf("exit %v after %v, want %d:\n%s", err, tc.sigs, tc.want, errOut.String())
+				t.Fatalf("exit %v after %v, want %d:\n%s", err, tc.sigs, tc.want, r.errOut.String())
 			}
-			if len(tc.sigs) == 1 && (strings.Contains(errOut.String(), "did not end") || strings.Contains(errOut.String(), "simulation failed")) {
-				t.Fatalf("the bubble did not end cleanly:\n%s", errOut.String())
+			if len(tc.sigs) == 1 && (strings.Contains(r.errOut.String(), "did not end") || strings.Contains(r.errOut.String(), "simulation failed")) {
+				t.Fatalf("the bubble did not end cleanly:\n%s", r.errOut.String())
 			}
 			// The killed child is reaped by the kernel at once; give
 			// /proc a bounded number of looks for it to be gone.
 			var left []string
 			for range 100 {
-				if left, err = process.ProcessesMentioning(sim); err != nil {
+				if left, err = process.ProcessesMentioning(r.sim); err != nil {
 					t.Fatal(err)
 				}
 				if len(left) == 0 {
@@ -394,7 +364,7 @@ func TestRunRuntimeSimSignals(t *testing.T) {
 			if len(left) > 0 {
 				t.Fatalf("gregor-sim processes left: %v", left)
 			}
-			rd, err := history.LatestRun(filepath.Join(store, "queue"))
+			rd, err := history.LatestRun(filepath.Join(r.store, "queue"))
 			if err != nil {
 				t.Fatalf("no run directory: %v", err)
 			}
@@ -433,6 +403,93 @@ func stopChildren(t *testing.T, bin string) {
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			t.Fatalf("SIGSTOP %d: %v", pid, err)
 		}
+	}
+}
+
+// simRun is a `gregor run --runtime sim` started as a process (acks=1,
+// kill and pause, an hour's time limit: it ends only when told to), on a
+// copy of gregor-sim of its own, so that /proc tells its processes from
+// any other test's.
+type simRun struct {
+	cmd    *exec.Cmd
+	errOut syncBuffer
+	sim    string // the copy's path
+	store  string
+	exited chan error
+}
+
+func startSimRun(t *testing.T, gregor, simBin string) *simRun {
+	t.Helper()
+	dir := t.TempDir()
+	r := &simRun{sim: filepath.Join(dir, "gregor-sim"), store: filepath.Join(dir, "store"), exited: make(chan error, 1)}
+	if err := os.Link(simBin, r.sim); err != nil {
+		b, err := os.ReadFile(simBin)
+		if err != nil || os.WriteFile(r.sim, b, 0o755) != nil {
+			t.Fatalf("copying gregor-sim: %v", err)
+		}
+	}
+	r.cmd = exec.Command(gregor, "run", "--runtime", "sim", "--acks", "1", "--nemesis", "kill,pause", "--time-limit", "1h",
+		"--seed", "3", "--store", r.store)
+	r.cmd.Env = append(os.Environ(), "GREGOR_SIM_BINARY="+r.sim)
+	r.cmd.Stderr = &r.errOut
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.exited <- r.cmd.Wait() }()
+	return r
+}
+
+// waitLine waits for s in the run's stderr, killing the run and failing
+// the test past a guard.
+func (r *simRun) waitLine(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute) // a guard, not a measure
+	for !strings.Contains(r.errOut.String(), s) {
+		if time.Now().After(deadline) {
+			r.cmd.Process.Kill()
+			t.Fatalf("no %q within the guard:\n%s", s, r.errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A simulator killed by somebody else (the kernel's OOM killer, a pkill)
+// is named as such: the run's exit 3 says the answer is unknown, the line
+// says why, and what it wrote of the history is still readable.
+func TestRunRuntimeSimKilledChildIsNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gregor and gregor-sim")
+	}
+	r := startSimRun(t, gregorBinary(t), gregorSimBinary(t))
+	r.waitLine(t, "gregor run: faults")
+	pids, err := process.ProcessesMentioning(r.sim)
+	if err != nil || len(pids) != 1 {
+		t.Fatalf("want one gregor-sim, got %v (%v)", pids, err)
+	}
+	pid, _ := strconv.Atoi(pids[0])
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var werr error
+	select {
+	case werr = <-r.exited:
+	case <-time.After(2 * time.Minute): // a guard
+		r.cmd.Process.Kill()
+		t.Fatalf("gregor still running after its simulator died:\n%s", r.errOut.String())
+	}
+	if ee, ok := errors.AsType[*exec.ExitError](werr); !ok || ee.ExitCode() != checkUnknown {
+		t.Fatalf("exit %v, want %d:\n%s", werr, checkUnknown, r.errOut.String())
+	}
+	want := fmt.Sprintf("gregor-sim (pid %d) died of signal 9 (killed)", pid)
+	if !strings.Contains(r.errOut.String(), want) {
+		t.Fatalf("no %q in:\n%s", want, r.errOut.String())
+	}
+	rd, err := history.LatestRun(filepath.Join(r.store, "queue"))
+	if err != nil {
+		t.Fatalf("no run directory: %v", err)
+	}
+	if ops, _, _, err := history.ReadFile(rd.History()); err != nil || len(ops) == 0 {
+		t.Fatalf("history of the killed run: %d ops, %v", len(ops), err)
 	}
 }
 
