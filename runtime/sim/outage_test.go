@@ -9,7 +9,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -85,7 +84,7 @@ func (r *refusalClock) dial(d func(context.Context, string, string) (net.Conn, e
 // them itself, to end, and fails.
 func TestSimTxnProducerOutlivesEveryBrokerDown(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T) {
 		c := startTxnCluster(t)
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

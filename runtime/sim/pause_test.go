@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -33,7 +32,7 @@ var pauseLeader = fault{"pause leader",
 // full again (the scenario's checks).
 func TestSimPauseLeaderScenario(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) { scenario(t, Options{}, pauseLeader) })
+	inBubble(t, func(t *testing.T) { scenario(t, Options{}, pauseLeader) })
 }
 
 // TestSimPausedLeaderIsFencedAndTruncates is the sim's pause seen from
@@ -49,7 +48,7 @@ func TestSimPauseLeaderScenario(t *testing.T) {
 // catches up, until its log is F's byte for byte and the ISR is both again.
 func TestSimPausedLeaderIsFencedAndTruncates(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T) {
 		c, err := Start(Options{Brokers: 3, Configure: func(cfg *cluster.Config) {
 			cfg.RaftTimeout = 500 * time.Millisecond
 			cfg.SessionTimeout = 1500 * time.Millisecond
