@@ -72,7 +72,7 @@ func (c *conn) delayedWrite(b []byte, d time.Duration) (int, error) {
 			line.running = true
 			line.mu.Unlock()
 			if start {
-				go c.deliver()
+				c.l.deliverer(c.deliver)
 			}
 			return len(b), nil
 		}

@@ -131,6 +131,35 @@ func TestCloseSendsWhatIsQueued(t *testing.T) {
 	})
 }
 
+// TestDeliveredOutlastsTheDelayLine: Delivered returns once the bytes a
+// closed connection still had queued are out (their delay after the write,
+// not before), so a cluster that waits for it leaves no deliverer asleep;
+// with nothing queued it returns at once.
+func TestDeliveredOutlastsTheDelayLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client, c, s := memPair(t)
+		client.Delivered() // nothing queued yet
+		client.Set(Rules{DelayMs: 50})
+		start := time.Now()
+		io.WriteString(c, "last words")
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan string, 1)
+		go func() {
+			b, _ := io.ReadAll(s)
+			got <- string(b)
+		}()
+		client.Delivered()
+		if d := time.Since(start); d != 50*time.Millisecond {
+			t.Fatalf("Delivered returned after %v, want the 50ms delay", d)
+		}
+		if g := <-got; g != "last words" {
+			t.Fatalf("peer read %q, want the queued bytes", g)
+		}
+	})
+}
+
 // TestDelayLineIsBounded: a connection holds at most delayLineMax bytes in
 // flight, as a socket's send buffer does; a writer past it waits until the
 // oldest write has gone out.

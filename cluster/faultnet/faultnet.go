@@ -57,6 +57,10 @@ type Layer struct {
 	// frozen is non-nil while the node is paused (Freeze): every call of
 	// the node's on its network waits for it to be closed (Thaw).
 	frozen chan struct{}
+	// delivering counts the layer's delay lines with a deliverer running
+	// (>= 0); idle, when non-nil, is closed as it falls to 0 (Delivered).
+	delivering int
+	idle       chan struct{}
 }
 
 // New returns a layer with no faults over the host's sockets. self is this
@@ -149,6 +153,45 @@ func (l *Layer) hold() {
 	if ch != nil {
 		<-ch
 	}
+}
+
+// Delivered waits until none of the layer's connections has delayed bytes
+// on the way: each deliverer ends when its queue is out, its connection
+// broke, or its cut link healed, closed or gave up (queuedStallMax). A
+// cluster's Close waits for it, so that nothing of the cluster outlives
+// it (in a testing/synctest bubble, a goroutine left asleep on a link
+// delay is a failure).
+func (l *Layer) Delivered() {
+	l.mu.Lock()
+	if l.delivering == 0 {
+		l.mu.Unlock()
+		return
+	}
+	if l.idle == nil {
+		l.idle = make(chan struct{})
+	}
+	idle := l.idle
+	l.mu.Unlock()
+	<-idle
+}
+
+// deliverer runs a connection's deliverer, counted for Delivered.
+func (l *Layer) deliverer(deliver func()) {
+	l.mu.Lock()
+	l.delivering++
+	l.mu.Unlock()
+	go func() {
+		defer func() {
+			l.mu.Lock()
+			l.delivering--
+			if l.delivering == 0 && l.idle != nil {
+				close(l.idle)
+				l.idle = nil
+			}
+			l.mu.Unlock()
+		}()
+		deliver()
+	}()
 }
 
 func (l *Layer) blocked(ip string) (bool, <-chan struct{}) {

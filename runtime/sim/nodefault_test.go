@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -197,7 +198,7 @@ func TestSimDiskFaultEffects(t *testing.T) {
 		{"enospc", fsys.Fault{Op: fsys.OpWrite, Errno: fsys.ENOSPC}, false, "no space left on device"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			inBubble(t, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
 				d := startDiskCluster(t, c.fsync, nil)
 				prod := d.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(60*time.Second), kgo.ProducerLinger(0))
 				defer prod.Close()
@@ -245,7 +246,7 @@ func TestSimDiskFaultEffects(t *testing.T) {
 // sent. Restarted, the node's recovery cuts its log at the flipped batch
 // and it fetches the rest again.
 func TestSimBitFlipNeverServed(t *testing.T) {
-	inBubble(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		d := startDiskCluster(t, false, nil)
 		prod := d.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(60*time.Second), kgo.ProducerLinger(0))
 		defer prod.Close()
@@ -283,7 +284,7 @@ func TestSimBitFlipNeverServed(t *testing.T) {
 // skew of D on the leader moves the stamps by D (Kafka's LogValidator reads
 // the broker's time.milliseconds()), and the produce response carries it.
 func TestSimClockSkewShiftsLogAppendTime(t *testing.T) {
-	inBubble(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		lat := "LogAppendTime"
 		d := startDiskCluster(t, false, map[string]*string{"message.timestamp.type": &lat})
 		prod := d.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -84,7 +85,7 @@ func (r *refusalClock) dial(d func(context.Context, string, string) (net.Conn, e
 // them itself, to end, and fails.
 func TestSimTxnProducerOutlivesEveryBrokerDown(t *testing.T) {
 	t.Parallel()
-	inBubble(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		c := startTxnCluster(t)
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

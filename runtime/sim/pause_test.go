@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -32,7 +33,7 @@ var pauseLeader = fault{"pause leader",
 // full again (the scenario's checks).
 func TestSimPauseLeaderScenario(t *testing.T) {
 	t.Parallel()
-	inBubble(t, func(t *testing.T) { scenario(t, Options{}, pauseLeader) })
+	synctest.Test(t, func(t *testing.T) { scenario(t, Options{}, pauseLeader) })
 }
 
 // TestSimPausedLeaderIsFencedAndTruncates is the sim's pause seen from
@@ -48,7 +49,7 @@ func TestSimPauseLeaderScenario(t *testing.T) {
 // catches up, until its log is F's byte for byte and the ISR is both again.
 func TestSimPausedLeaderIsFencedAndTruncates(t *testing.T) {
 	t.Parallel()
-	inBubble(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		c, err := Start(Options{Brokers: 3, Configure: func(cfg *cluster.Config) {
 			cfg.RaftTimeout = 500 * time.Millisecond
 			cfg.SessionTimeout = 1500 * time.Millisecond

@@ -272,10 +272,16 @@ func (c *Cluster) Dial(ctx context.Context, _, addr string) (net.Conn, error) {
 	return c.Net.Dial(ctx, from, addr)
 }
 
-// Close kills every node still up.
+// Close kills every node still up, then waits for the bytes their links
+// still delay (faultnet.Layer.Delivered): as a killed process's sockets
+// drain in the kernel, a delay line delivers or fails what was queued, and
+// that is the cluster's last act, not a goroutine outliving it.
 func (c *Cluster) Close() {
 	for i := range c.brokers {
 		c.Kill(int32(i + 1))
+	}
+	for _, l := range c.layers {
+		l.Delivered()
 	}
 }
 

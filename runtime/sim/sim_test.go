@@ -276,7 +276,7 @@ func TestSimKillLeader(t *testing.T) {
 	t.Parallel()
 	wall := time.Now()
 	var res scenarioResult
-	inBubble(t, func(t *testing.T) { res = killLeaderScenario(t, Options{}) })
+	synctest.Test(t, func(t *testing.T) { res = killLeaderScenario(t, Options{}) })
 	t.Logf("sim: %d acked, %d read; %v virtual in %v real", res.acked, res.read, res.elapsed, time.Since(wall))
 }
 
@@ -286,7 +286,7 @@ func TestSimIsolateLeader(t *testing.T) {
 	t.Parallel()
 	wall := time.Now()
 	var res scenarioResult
-	inBubble(t, func(t *testing.T) { res = scenario(t, Options{}, isolateLeader) })
+	synctest.Test(t, func(t *testing.T) { res = scenario(t, Options{}, isolateLeader) })
 	t.Logf("sim: %d acked, %d read; %v virtual in %v real", res.acked, res.read, res.elapsed, time.Since(wall))
 }
 
@@ -294,13 +294,13 @@ func TestSimIsolateLeader(t *testing.T) {
 // away before the leader stops.
 func TestSimStopLeader(t *testing.T) {
 	t.Parallel()
-	inBubble(t, func(t *testing.T) { scenario(t, Options{}, stopLeader) })
+	synctest.Test(t, func(t *testing.T) { scenario(t, Options{}, stopLeader) })
 }
 
 // TestSimSlowLeader: slow links (delay, jitter, loss) on virtual time.
 func TestSimSlowLeader(t *testing.T) {
 	t.Parallel()
-	inBubble(t, func(t *testing.T) { scenario(t, Options{}, slowLeader) })
+	synctest.Test(t, func(t *testing.T) { scenario(t, Options{}, slowLeader) })
 }
 
 // TestSimVersusReal runs each scenario on real loopback sockets and files
@@ -319,7 +319,7 @@ func TestSimVersusReal(t *testing.T) {
 		realTime := time.Since(realWall)
 		simWall := time.Now()
 		var simRes scenarioResult
-		inBubble(t, func(t *testing.T) { simRes = scenario(t, Options{}, f()) })
+		synctest.Test(t, func(t *testing.T) { simRes = scenario(t, Options{}, f()) })
 		simTime := time.Since(simWall)
 		t.Logf("%s: real sockets and files %v (%d acked); sim %v real for %v virtual (%d acked); real/sim = %.1fx",
 			name, realTime.Round(time.Millisecond), realRes.acked, simTime.Round(time.Millisecond), simRes.elapsed,
@@ -356,7 +356,7 @@ func quickRetries(c *Cluster) []kgo.Opt {
 // offsets, which the group coordinator then answers.
 func TestSimTxnAndGroup(t *testing.T) {
 	t.Parallel()
-	inBubble(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		c := startTxnCluster(t)
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -442,25 +442,5 @@ func TestSimTxnAndGroup(t *testing.T) {
 			t.Errorf("the group committed no offsets: %+v", rest)
 		}
 		t.Logf("%d committed of 60 produced, read back exactly; group offsets sum %d", len(committed), total)
-	})
-}
-
-// straggleMax bounds the virtual time a test's bubble gives goroutines
-// still finishing after its cluster closed: a delay line delivering bytes
-// queued before Close (faultnet's closeWhenDrained, as close(2) lets the
-// kernel send what is buffered), up to queuedStallMax on a cut link.
-// gregor-sim allows its stragglers the same (simmain_test.go).
-const straggleMax = 3 * time.Minute
-
-// inBubble is synctest.Test for a test that boots a cluster: once the
-// test and its other cleanups are done (this cleanup, registered first,
-// runs last), the bubble sleeps until only stragglers with an end are
-// gone. Without it synctest fails a test whose teardown left a delayed
-// write sleeping ("main bubble goroutine has exited but blocked
-// goroutines remain"); a goroutine that never ends is still reported.
-func inBubble(t *testing.T, f func(t *testing.T)) {
-	synctest.Test(t, func(t *testing.T) {
-		t.Cleanup(func() { time.Sleep(straggleMax) })
-		f(t)
 	})
 }
