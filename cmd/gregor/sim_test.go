@@ -325,7 +325,7 @@ func TestRunRuntimeSimSignals(t *testing.T) {
 				// apart. A stopped child holds gregor in its wait (its
 				// SIGTERM pending) until the second signal's SIGKILL, or
 				// WaitDelay's 10 s, ends it.
-				stopChildren(t, r.sim)
+				r.signalSim(t, syscall.SIGSTOP)
 			}
 			for i, sig := range tc.sigs {
 				if i > 0 {
@@ -387,25 +387,6 @@ func TestRunRuntimeSimSignals(t *testing.T) {
 	}
 }
 
-// stopChildren sends SIGSTOP to every process whose command line names
-// bin, failing the test if there is none.
-func stopChildren(t *testing.T, bin string) {
-	t.Helper()
-	pids, err := process.ProcessesMentioning(bin)
-	if err != nil || len(pids) == 0 {
-		t.Fatalf("no %s process to stop: %v", bin, err)
-	}
-	for _, p := range pids {
-		pid, err := strconv.Atoi(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatalf("SIGSTOP %d: %v", pid, err)
-		}
-	}
-}
-
 // simRun is a `gregor run --runtime sim` started as a process (acks=1,
 // kill and pause, an hour's time limit: it ends only when told to), on a
 // copy of gregor-sim of its own, so that /proc tells its processes from
@@ -439,6 +420,24 @@ func startSimRun(t *testing.T, gregor, simBin string) *simRun {
 	return r
 }
 
+// signalSim sends sig to the run's one gregor-sim process and returns its
+// pid.
+func (r *simRun) signalSim(t *testing.T, sig syscall.Signal) int {
+	t.Helper()
+	pids, err := process.ProcessesMentioning(r.sim)
+	if err != nil || len(pids) != 1 {
+		t.Fatalf("want one gregor-sim, got %v (%v)", pids, err)
+	}
+	pid, err := strconv.Atoi(pids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatalf("%v to gregor-sim %d: %v", sig, pid, err)
+	}
+	return pid
+}
+
 // waitLine waits for s in the run's stderr, killing the run and failing
 // the test past a guard.
 func (r *simRun) waitLine(t *testing.T, s string) {
@@ -462,14 +461,7 @@ func TestRunRuntimeSimKilledChildIsNamed(t *testing.T) {
 	}
 	r := startSimRun(t, gregorBinary(t), gregorSimBinary(t))
 	r.waitLine(t, "gregor run: faults")
-	pids, err := process.ProcessesMentioning(r.sim)
-	if err != nil || len(pids) != 1 {
-		t.Fatalf("want one gregor-sim, got %v (%v)", pids, err)
-	}
-	pid, _ := strconv.Atoi(pids[0])
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	pid := r.signalSim(t, syscall.SIGKILL)
 	var werr error
 	select {
 	case werr = <-r.exited:
